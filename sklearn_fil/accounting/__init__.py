@@ -1,0 +1,26 @@
+"""Differential-privacy accounting and reconstruction bounds.
+
+Exact (ε, δ) and Rényi accounting for the Gaussian mechanism, the sensitivity of
+output-perturbed logistic regression, and the lower bounds of Guo et al. (2022) on the
+error of unbiased reconstruction attacks.
+"""
+
+# Authors: The sklearn-fil developers
+# SPDX-License-Identifier: BSD-3-Clause
+
+from sklearn_fil.accounting._bounds import mse_bound_fil, mse_bound_rdp
+from sklearn_fil.accounting._gaussian import (
+    gaussian_delta,
+    gaussian_epsilon,
+    gaussian_rdp,
+    output_perturbation_sensitivity,
+)
+
+__all__ = [
+    "gaussian_delta",
+    "gaussian_epsilon",
+    "gaussian_rdp",
+    "mse_bound_fil",
+    "mse_bound_rdp",
+    "output_perturbation_sensitivity",
+]

@@ -1,0 +1,19 @@
+"""Warnings and errors of sklearn-fil."""
+
+# Authors: The sklearn-fil developers
+# SPDX-License-Identifier: BSD-3-Clause
+
+__all__ = ["PrivacyLeakWarning"]
+
+
+class PrivacyLeakWarning(RuntimeWarning):
+    """A privacy guarantee was asked for but does not hold.
+
+    Raised when the user asks for a differential-privacy number (``epsilon_``,
+    ``delta_``) that the fitted estimator cannot back: for example
+    :class:`~sklearn_fil.OutputPerturbedLogisticRegression` fitted without
+    ``data_norm`` (the rows were not clipped, so the sensitivity is
+    unbounded), or with an unpenalised intercept (the objective is then not
+    strongly convex in it). The attribute then returns ``None``: no number is
+    reported as a guarantee unless it is one.
+    """

@@ -1,0 +1,58 @@
+"""Loss families of generalised linear models, as the FIL engine needs them.
+
+A family gives, at margin ``m = w^T x`` and label ``y``, the loss, its first
+derivative ``r = dl/dm`` (the residual) and second derivative ``c =
+d2l/dm2``. Both families are canonical GLMs, so ``d(dl/dm)/dy = -1``: the
+label column of the per-example Jacobian is ``-x``.
+"""
+
+# Authors: The sklearn-fil developers
+# SPDX-License-Identifier: BSD-3-Clause
+
+import numpy as np
+from scipy.special import expit, log_expit
+
+
+class _SquaredLoss:
+    """``l(m, y) = (m - y)^2 / 2``."""
+
+    name = "squared"
+
+    @staticmethod
+    def check_y(y):
+        return y
+
+    @staticmethod
+    def value(m, y):
+        return 0.5 * (m - y) ** 2
+
+    @staticmethod
+    def derivatives(m, y):
+        return m - y, np.ones_like(m)
+
+
+class _LogisticLoss:
+    """``l(m, y) = -y log s(m) - (1 - y) log(1 - s(m))``, ``y`` in {0, 1}."""
+
+    name = "logistic"
+
+    @staticmethod
+    def check_y(y):
+        if not np.all((y == 0) | (y == 1)):
+            bad = np.unique(y[(y != 0) & (y != 1)])[:5]
+            raise ValueError(
+                f"The logistic loss needs labels in {{0, 1}}; got values such as {bad}."
+            )
+        return y
+
+    @staticmethod
+    def value(m, y):
+        return -(y * log_expit(m) + (1.0 - y) * log_expit(-m))
+
+    @staticmethod
+    def derivatives(m, y):
+        s = expit(m)
+        return s - y, s * (1.0 - s)
+
+
+LOSSES = {"squared": _SquaredLoss, "logistic": _LogisticLoss}

@@ -1,0 +1,319 @@
+# Authors: The sklearn-fil developers
+# SPDX-License-Identifier: BSD-3-Clause
+
+"""Checks of the brute-force FIL reference (tests/_reference.py) itself.
+
+The explicit Jacobians are compared with central finite differences of minimisers that
+are re-fitted from scratch after perturbing one coordinate of one example, and the
+minimisers with scikit-learn's Ridge and LogisticRegression.
+"""
+
+import itertools
+
+import numpy as np
+import pytest
+from numpy.testing import assert_allclose
+from sklearn.linear_model import LogisticRegression, Ridge
+
+from tests._reference import (
+    attribute_bases,
+    brute_force_fil,
+    explicit_jacobians,
+    fit_minimiser,
+    hessian,
+    make_problem,
+    mixed_derivatives,
+    objective,
+    projector,
+)
+
+
+def _fit_args(problem):
+    return (
+        problem["loss"],
+        problem["lam"],
+        problem["sample_weight"],
+        problem["intercept"] is not None,
+        problem["penalize_intercept"],
+    )
+
+
+def _refit(problem, X, y):
+    """Minimiser for perturbed data, warm-started at the unperturbed one."""
+    w0 = problem["coef"]
+    if problem["intercept"] is not None:
+        w0 = np.append(w0, problem["intercept"])
+    coef, intercept = fit_minimiser(X, y, *_fit_args(problem), w0=w0, gtol=1e-15)
+    return coef if intercept is None else np.append(coef, intercept)
+
+
+def finite_difference_jacobian(problem, i, rel_step=1e-5, richardson=False):
+    """Central differences of re-fitted minimisers w.r.t. (x_i, y_i): (p, d + 1).
+
+    With ``richardson``, the steps h and h/2 are combined as (4 D(h/2) - D(h)) / 3,
+    which cancels the O(h^2) truncation error; this matters when H is so
+    ill-conditioned that w* is strongly curved in the data at the scale h.
+    """
+    if richardson:
+        coarse = finite_difference_jacobian(problem, i, rel_step)
+        fine = finite_difference_jacobian(problem, i, rel_step / 2)
+        return (4.0 * fine - coarse) / 3.0
+    X, y = problem["X"], problem["y"]
+    d = X.shape[1]
+    columns = []
+    for c in range(d + 1):
+        value = X[i, c] if c < d else y[i]
+        h = rel_step * max(1.0, abs(value))
+        w = []
+        for sign in (1.0, -1.0):
+            Xp, yp = X.copy(), y.copy()
+            if c < d:
+                Xp[i, c] += sign * h
+            else:
+                yp[i] += sign * h
+            w.append(_refit(problem, Xp, yp))
+        columns.append((w[0] - w[1]) / (2.0 * h))
+    return np.column_stack(columns)
+
+
+LOSSES = ["squared", "logistic"]
+INTERCEPTS = ["none", "free", "penalized"]
+LAMS = [0.0, 0.05]
+WEIGHTS = [None, "zeros"]
+
+
+@pytest.mark.parametrize(
+    "loss, intercept, lam, weights",
+    list(itertools.product(LOSSES, INTERCEPTS, LAMS, WEIGHTS)),
+)
+def test_jacobian_matches_finite_differences_of_refits(loss, intercept, lam, weights):
+    problem = make_problem(
+        loss,
+        n=30,
+        d=4,
+        fit_intercept=intercept != "none",
+        penalize_intercept=intercept == "penalized",
+        lam=lam,
+        weights=weights,
+        seed=1,
+    )
+    J = explicit_jacobians(
+        problem["X"],
+        problem["y"],
+        problem["coef"],
+        problem["intercept"],
+        loss,
+        lam,
+        problem["sample_weight"],
+        problem["penalize_intercept"],
+    )
+    n = problem["X"].shape[0]
+    examples = [0, 7, n - 1]
+    if problem["sample_weight"] is not None:
+        # include one zero-weight example: its data cannot move the minimiser
+        zero = np.flatnonzero(problem["sample_weight"] == 0)[0]
+        assert_allclose(J[zero], 0.0, atol=0.0)
+        examples.append(zero)
+    for i in examples:
+        J_fd = finite_difference_jacobian(problem, i)
+        scale = np.abs(J[i]).max() if np.any(J[i]) else 1.0
+        assert_allclose(J_fd, J[i], rtol=1e-6, atol=1e-7 * scale)
+
+
+@pytest.mark.parametrize("loss", LOSSES)
+@pytest.mark.parametrize("scaling", ["bad", "collinear"])
+def test_jacobian_matches_finite_differences_hard_cases(loss, scaling):
+    """Badly scaled columns and an ill-conditioned Hessian (condition number ~1e8)."""
+    lam = 1e-3 if scaling == "bad" else 1e-10
+    problem = make_problem(loss, n=50, d=8, lam=lam, scaling=scaling, seed=2)
+    J = explicit_jacobians(
+        problem["X"], problem["y"], problem["coef"], problem["intercept"], loss, lam
+    )
+    for i in [3, 20]:
+        J_fd = finite_difference_jacobian(problem, i, richardson=True)
+        # Column scales differ by up to 1e6 here: compare column by column.
+        for c in range(J.shape[2]):
+            col = J[i][:, c]
+            assert_allclose(J_fd[:, c], col, rtol=1e-5, atol=1e-6 * np.abs(col).max())
+
+
+@pytest.mark.parametrize("loss", LOSSES)
+def test_mixed_derivatives_match_finite_differences_of_the_gradient(loss):
+    """d(grad_wt l_i)/d(x_i, y_i) against central differences of grad_wt l_i."""
+    problem = make_problem(loss, n=12, d=4, lam=0.1, seed=3)
+    X, y = problem["X"], problem["y"]
+    coef, intercept = problem["coef"], problem["intercept"]
+    M = mixed_derivatives(X, y, coef, intercept, loss)
+    wt = np.append(coef, intercept)
+    h = 1e-6
+
+    def grad_i(x_i, y_i):
+        # gradient of l at one example == objective gradient of a 1-example problem
+        _, g = objective(wt, x_i[None, :], np.array([y_i]), loss, 0.0, None, True, 0)
+        return g
+
+    for i in range(X.shape[0]):
+        for c in range(X.shape[1] + 1):
+            e = np.zeros(X.shape[1] + 1)
+            e[c] = h
+            plus = grad_i(X[i] + e[:-1], y[i] + e[-1])
+            minus = grad_i(X[i] - e[:-1], y[i] - e[-1])
+            assert_allclose((plus - minus) / (2 * h), M[i, :, c], rtol=1e-7, atol=1e-8)
+
+
+@pytest.mark.parametrize("loss", LOSSES)
+@pytest.mark.parametrize("intercept", INTERCEPTS)
+def test_hessian_matches_finite_differences_of_the_objective_gradient(
+    loss, intercept
+):
+    problem = make_problem(
+        loss,
+        n=20,
+        d=3,
+        fit_intercept=intercept != "none",
+        penalize_intercept=intercept == "penalized",
+        lam=0.2,
+        weights="random",
+        seed=4,
+    )
+    args = (
+        problem["X"],
+        problem["y"],
+        problem["loss"],
+        problem["lam"],
+        problem["sample_weight"],
+        problem["intercept"] is not None,
+        problem["penalize_intercept"],
+    )
+    wt = problem["coef"]
+    if problem["intercept"] is not None:
+        wt = np.append(wt, problem["intercept"])
+    H = hessian(
+        problem["X"],
+        problem["y"],
+        problem["coef"],
+        problem["intercept"],
+        loss,
+        problem["lam"],
+        problem["sample_weight"],
+        problem["penalize_intercept"],
+    )
+    h = 1e-6
+    H_fd = np.column_stack(
+        [
+            (objective(wt + h * e, *args)[1] - objective(wt - h * e, *args)[1])
+            / (2 * h)
+            for e in np.eye(len(wt))
+        ]
+    )
+    assert_allclose(H_fd, H, rtol=1e-7, atol=1e-7 * np.abs(H).max())
+    assert_allclose(H, H.T)
+    # and the fitted minimiser is stationary
+    assert np.linalg.norm(objective(wt, *args)[1]) < 1e-11 * np.abs(H).max()
+
+
+@pytest.mark.parametrize("lam", [1e-3, 0.05, 1.0])
+@pytest.mark.parametrize("weights", [None, "random"])
+@pytest.mark.parametrize("fit_intercept", [False, True])
+def test_logistic_minimiser_matches_sklearn(lam, weights, fit_intercept):
+    problem = make_problem(
+        "logistic",
+        n=60,
+        d=5,
+        fit_intercept=fit_intercept,
+        lam=lam,
+        weights=weights,
+        seed=5,
+    )
+    n = problem["X"].shape[0]
+    clf = LogisticRegression(
+        C=1.0 / (n * lam),
+        l1_ratio=0.0,  # the L2 penalty (``penalty="l2"`` is deprecated)
+        fit_intercept=fit_intercept,
+        solver="newton-cholesky",
+        tol=1e-14,
+        max_iter=1000,
+    )
+    clf.fit(problem["X"], problem["y"], sample_weight=problem["sample_weight"])
+    assert_allclose(clf.coef_.ravel(), problem["coef"], rtol=1e-8, atol=1e-10)
+    if fit_intercept:
+        assert_allclose(clf.intercept_[0], problem["intercept"], rtol=1e-8)
+
+
+@pytest.mark.parametrize("lam", [0.0, 1e-3, 0.05, 1.0])
+@pytest.mark.parametrize("weights", [None, "random"])
+@pytest.mark.parametrize("fit_intercept", [False, True])
+def test_squared_minimiser_matches_sklearn(lam, weights, fit_intercept):
+    problem = make_problem(
+        "squared",
+        n=40,
+        d=5,
+        fit_intercept=fit_intercept,
+        lam=lam,
+        weights=weights,
+        seed=6,
+    )
+    n = problem["X"].shape[0]
+    # Ridge's objective is sum_i w_i (y_i - m_i)^2 + alpha |coef|^2 = 2 x ours.
+    # With fit_intercept it centres the data, which is the unpenalised intercept.
+    reg = Ridge(alpha=n * lam, fit_intercept=fit_intercept, solver="cholesky")
+    reg.fit(problem["X"], problem["y"], sample_weight=problem["sample_weight"])
+    assert_allclose(reg.coef_, problem["coef"], rtol=1e-10, atol=1e-12)
+    if fit_intercept:
+        assert_allclose(reg.intercept_, problem["intercept"], rtol=1e-10)
+
+
+@pytest.mark.parametrize("private_label", [True, False])
+@pytest.mark.parametrize("groups", [None, [[2, 3, 4], [6, 7]], [[5, 1]]])
+def test_projector(private_label, groups):
+    d = 8
+    N = projector(d, groups, private_label)
+    n_groups = 0 if groups is None else len(groups)
+    k = d - n_groups + int(private_label)
+    assert N.shape == (d + 1, k)
+    assert_allclose(N.T @ N, np.eye(k), atol=1e-14)
+    # N N^T is the projector P of the conventions
+    P = np.eye(d + 1)
+    for g in groups or []:
+        P[np.ix_(g, g)] = np.eye(len(g)) - 1.0 / len(g)
+    if not private_label:
+        P[d, d] = 0.0
+    assert_allclose(N @ N.T, P, atol=1e-14)
+
+    attributes = [a for a, _, _ in attribute_bases(d, groups, private_label)]
+    firsts = [min(a) for a in attributes if a != "label"]
+    assert firsts == sorted(firsts)
+    assert (attributes[-1] == "label") == private_label
+    covered = sorted(j for a in attributes if a != "label" for j in a)
+    assert covered == list(range(d))
+
+
+def test_brute_force_report_basic_facts():
+    problem = make_problem("logistic", n=30, d=8, lam=0.05, onehot=True, seed=7)
+    groups = np.arange(30) % 4
+    res = brute_force_fil(
+        problem["X"],
+        problem["y"],
+        problem["coef"],
+        problem["intercept"],
+        loss="logistic",
+        lam=0.05,
+        sigma=0.5,
+        onehot_groups=problem["onehot_groups"],
+        groups=groups,
+    )
+    assert res["n_private"] == 8 - 2 + 1
+    assert res["attributes"] == [(0,), (1,), (2, 3, 4), (5,), (6, 7), "label"]
+    # a one-hot group's FIL ignores the (non-tangent) all-ones direction
+    J = res["jacobians"]
+    ones = np.zeros(9)
+    ones[[2, 3, 4]] = 1.0
+    moved = J + 5.0 * np.einsum("ia,c->iac", np.ones((30, J.shape[1])), ones)
+    assert_allclose(moved @ res["projector"], J @ res["projector"], atol=1e-12)
+    assert np.all(res["fil"] >= res["attribute_fil"].max(axis=1) * (1 - 1e-12))
+    assert np.all(res["fil"] >= res["dfil"] * (1 - 1e-12))
+    assert res["dataset_fil"] >= res["fil"].max() * (1 - 1e-12)
+    assert res["dataset_fil"] <= np.sqrt(np.sum(res["fil"] ** 2)) * (1 + 1e-12)
+    per_group = np.array(list(res["group_fil"].values()))
+    assert np.all(per_group <= res["dataset_fil"] * (1 + 1e-12))
+    assert_allclose(res["mse_bound"], 1.0 / res["dfil"] ** 2)
