@@ -125,9 +125,10 @@ def fit_minimiser(
 
     Squared loss: the minimiser is the least-squares solution of the augmented system
     ``[sqrt(omega) Xt; sqrt(n lam R)] wt = [sqrt(omega) y; 0]`` (solved with ``lstsq``,
-    which avoids squaring the condition number). Logistic loss: Newton's method with a
-    backtracking line search, from ``w0`` (default zeros), until the gradient norm is at
-    most ``gtol`` times its value at ``wt = 0`` (plus a tiny absolute floor for rounding).
+    which avoids squaring the condition number). Logistic loss: Newton's method with
+    a backtracking line search, from ``w0`` (default zeros), until the gradient norm
+    is at most ``gtol`` times its value at ``wt = 0`` (plus a tiny absolute floor for
+    rounding).
 
     Returns
     -------
@@ -161,9 +162,7 @@ def fit_minimiser(
         wt = np.zeros(p) if w0 is None else np.array(w0, dtype=np.float64)
         _, g_zero = objective(np.zeros(p), *args)
         # Rounding floor: the gradient is a sum of n terms of size |omega x (s - y)|.
-        floor = 64 * np.finfo(float).eps * np.linalg.norm(
-            np.abs(Xt).T @ np.abs(omega)
-        )
+        floor = 64 * np.finfo(float).eps * np.linalg.norm(np.abs(Xt).T @ np.abs(omega))
         tol = max(gtol * np.linalg.norm(g_zero), floor)
         f, g = objective(wt, *args)
         for _ in range(max_iter):
@@ -249,9 +248,7 @@ def mixed_derivatives(X, y, coef, intercept=None, loss="squared"):
     E = np.zeros((p, d))  # d xt / d x: identity on the feature rows
     E[:d, :d] = np.eye(d)
     M = np.empty((n, p, d + 1))
-    M[:, :, :d] = np.einsum("i,ia,j->iaj", d2, Xt, coef) + np.einsum(
-        "i,aj->iaj", d1, E
-    )
+    M[:, :, :d] = np.einsum("i,ia,j->iaj", d2, Xt, coef) + np.einsum("i,aj->iaj", d1, E)
     M[:, :, d] = -Xt
     return M
 
@@ -325,8 +322,8 @@ def attribute_bases(d, onehot_groups=None, private_label=True):
 def projector(d, onehot_groups=None, private_label=True):
     """(d + 1, k) matrix N with orthonormal columns spanning the private tangent space.
 
-    ``N N^T`` is the projector P of the conventions, so ``J P`` and ``J N`` have the same
-    nonzero singular values.
+    ``N N^T`` is the projector P of the conventions, so ``J P`` and ``J N`` have the
+    same nonzero singular values.
     """
     blocks = []
     for _, cols, basis in attribute_bases(d, onehot_groups, private_label):

@@ -16,8 +16,10 @@ from dp_accounting.pld.privacy_loss_mechanism import GaussianPrivacyLoss
 from scipy.optimize import brentq
 from scipy.stats import norm
 
-# Absolute tolerance of the root finder in ``gaussian_epsilon``.
-_EPSILON_XTOL = 1e-12
+# Tolerances of the root finder in ``gaussian_epsilon``: the bracket is shrunk to a
+# few ulps of the root, whatever its magnitude.
+_EPSILON_RTOL = 4 * np.finfo(np.float64).eps
+_EPSILON_XTOL = np.finfo(np.float64).tiny
 # Upper limit on the bracket doubling and on the upward nudges; both converge in a
 # handful of steps, the limits only guard against an endless loop.
 _MAX_BRACKET_DOUBLINGS = 2_000
@@ -32,19 +34,17 @@ def _check_scalar(
     low_inclusive=False,
     high=None,
     high_inclusive=False,
-    allow_inf=False,
 ):
     """Return ``value`` as a float after checking it lies in the given interval.
 
     Raises ``ValueError`` naming ``name`` and the offending value. Booleans, NaN,
-    infinities (unless ``allow_inf``) and non-real values are rejected.
+    infinities and non-real values are rejected.
     """
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, Real):
         raise ValueError(f"{name} must be a real number, got {name}={value!r}.")
     value = float(value)
-    if math.isnan(value) or (math.isinf(value) and not allow_inf):
-        kind = "a real number" if allow_inf else "a finite real number"
-        raise ValueError(f"{name} must be {kind}, got {name}={value!r}.")
+    if not math.isfinite(value):
+        raise ValueError(f"{name} must be a finite real number, got {name}={value!r}.")
     below = value < low if low_inclusive else value <= low
     above = high is not None and (value > high if high_inclusive else value >= high)
     if below or above:
@@ -79,7 +79,7 @@ def _check_nonnegative_array(value, name):
 def _delta_for_epsilon(epsilon, sigma, sensitivity):
     """Exact δ(ε) of the Gaussian mechanism for a validated float64 array ``epsilon``.
 
-    Infinite ε gives δ = 0 (no output distinguishes less than with probability one).
+    Infinite ε gives δ = 0.
     """
     delta = np.zeros(epsilon.shape, dtype=np.float64)
     finite = np.isfinite(epsilon)
@@ -111,8 +111,8 @@ def gaussian_delta(epsilon, *, sigma, sensitivity):
     Returns
     -------
     delta : float or ndarray
-        δ(ε), a float when ``epsilon`` is a scalar, else an array of the same
-        shape as ``epsilon``.
+        The exact δ(ε), a float when ``epsilon`` is a scalar, else an array of
+        the same shape as ``epsilon``.
 
     See Also
     --------
@@ -123,7 +123,9 @@ def gaussian_delta(epsilon, *, sigma, sensitivity):
     -----
     With ``a = sensitivity / (2 sigma)`` and ``b = epsilon sigma / sensitivity``,
     ``delta = Phi(a - b) - exp(epsilon) Phi(-a - b)``, with Φ the standard normal
-    CDF. The curve only depends on ``sensitivity / sigma``.
+    CDF. The curve only depends on ``sensitivity / sigma``, and is the same in both
+    directions, so it holds for whichever neighbouring relation ``sensitivity`` was
+    computed under (e.g. replace-one for :func:`output_perturbation_sensitivity`).
 
     References
     ----------
@@ -175,10 +177,11 @@ def gaussian_epsilon(*, sigma, sensitivity, delta):
 
     Notes
     -----
-    The result is a guarantee, not an estimate: after the root finder converges
-    (absolute tolerance 1e-12), ε is nudged upwards in small, growing steps until
-    ``gaussian_delta(epsilon, ...) <= delta`` holds exactly as computed in floating
-    point, so the reported ε is never below the computed root by more than rounding.
+    The result is meant as a guarantee, not an estimate: the root finder stops within
+    a few ulps of the root, on either side of it, and ε is then nudged upwards in
+    small, growing steps until ``gaussian_delta(epsilon, ...) <= delta`` holds
+    exactly as computed in floating point. The reported ε therefore never falls
+    short of the root of the computed curve; it exceeds it by at most a few ulps.
 
     The classical bound ``sqrt(2 log(1.25/delta)) sensitivity / sigma`` of Dwork &
     Roth (2014, Theorem A.1) is valid only when it is below 1, and is larger than
@@ -210,7 +213,7 @@ def gaussian_epsilon(*, sigma, sensitivity, delta):
         return 0.0
 
     # Upper bracket: δ(ε) <= P(L > ε) for the privacy loss L ~ N(μ, 2μ) with
-    # μ = Δ²/(2σ²), so ε = μ + sqrt(2μ) Φ⁻¹(1 − δ) already satisfies δ(ε) <= delta.
+    # μ = Δ²/(2 sigma²), so ε = μ + sqrt(2μ) Φ⁻¹(1 - δ) already satisfies δ(ε) <= delta.
     # Keep doubling in case rounding says otherwise.
     mu = 0.5 * (sensitivity / sigma) ** 2
     high = max(mu + math.sqrt(2.0 * mu) * float(norm.isf(delta)), 1e-8)
@@ -225,11 +228,12 @@ def gaussian_epsilon(*, sigma, sensitivity, delta):
         epsilon = high
     else:
         epsilon = brentq(
-            excess, 0.0, high, xtol=_EPSILON_XTOL, rtol=4 * np.finfo(np.float64).eps
+            excess, 0.0, high, xtol=_EPSILON_XTOL, rtol=_EPSILON_RTOL, maxiter=500
         )
 
-    # Nudge upwards until the guarantee holds as computed.
-    step = max(_EPSILON_XTOL, 4.0 * math.ulp(epsilon))
+    # brentq may stop on either side of the root: nudge upwards until the guarantee
+    # holds as computed.
+    step = 4.0 * math.ulp(epsilon)
     for _ in range(_MAX_NUDGES):
         if excess(epsilon) <= 0.0:
             return float(epsilon)
@@ -241,10 +245,10 @@ def gaussian_epsilon(*, sigma, sensitivity, delta):
 def gaussian_rdp(alpha, *, sigma, sensitivity):
     """Rényi differential privacy of the Gaussian mechanism.
 
-    The Rényi divergence of order α between ``N(0, sigma**2 I)`` and
+    The Rényi divergence of order alpha between ``N(0, sigma**2 I)`` and
     ``N(v, sigma**2 I)`` with ``||v|| = sensitivity`` is
     ``alpha * sensitivity**2 / (2 sigma**2)``, so the Gaussian mechanism is
-    (α, ε)-RDP with that ε for every α > 1.
+    (alpha, ε)-RDP with that ε for every alpha > 1.
 
     Parameters
     ----------

@@ -115,6 +115,27 @@ def _top_eig(M):
     )
 
 
+def eigh_spd(H):
+    """Eigen-decomposition of a Hessian that must be positive definite.
+
+    Raises
+    ------
+    ValueError
+        When ``H`` is singular to working precision: the minimiser is then not
+        unique and its Fisher information loss unbounded.
+    """
+    h_eval, h_evec = linalg.eigh(H)
+    if not h_eval[-1] > 0 or h_eval[0] <= _SINGULAR_RTOL * h_eval[-1]:
+        raise ValueError(
+            "The Hessian of the objective is singular (smallest/largest eigenvalue "
+            f"{h_eval[0]:.3e}/{h_eval[-1]:.3e}): the minimiser is not unique and its "
+            "Fisher information loss is unbounded. This happens with lam=0 when "
+            "there are fewer examples than parameters, collinear columns or "
+            "separable classes; set lam > 0."
+        )
+    return h_eval, h_evec
+
+
 def _parse_onehot_groups(onehot_groups, X):
     """Validate constrained one-hot groups; return a list of index arrays."""
     if onehot_groups is None:
@@ -131,7 +152,8 @@ def _parse_onehot_groups(onehot_groups, X):
             )
         if cols.min() < 0 or cols.max() >= d:
             raise ValueError(
-                f"onehot_groups[{g}] has column indices outside [0, {d}): {cols.tolist()}."
+                f"onehot_groups[{g}] has column indices outside [0, {d}): "
+                f"{cols.tolist()}."
             )
         if np.unique(cols).size != cols.size or seen[cols].any():
             raise ValueError(
@@ -204,7 +226,8 @@ def fisher_information_loss(
     """Fisher information loss of the Gaussian release of a fitted GLM.
 
     The model ``w* = argmin_w sum_i omega_i l(w^T x_i, y_i) + (n lam / 2)
-    ||w||^2`` is released as ``w' = w* + N(0, sigma^2 I)``. Its Fisher
+    ||w||^2`` (``n = sum_i omega_i``, the number of examples when unweighted)
+    is released as ``w' = w* + N(0, sigma^2 I)``. Its Fisher
     information about example ``i`` is ``J_i^T J_i / sigma^2`` with ``J_i =
     -omega_i H^{-1} [d(grad l_i)/dx_i, d(grad l_i)/dy_i]`` (Hannun et al.,
     2021, eq. 18 and 29). This function returns the per-example spectral and
@@ -225,7 +248,8 @@ def fisher_information_loss(
     loss : {"squared", "logistic"}, default="squared"
         ``(m - y)^2 / 2`` or the logistic loss.
     lam : float, default=0.0
-        L2 strength; the penalty is ``(n lam / 2) ||w||^2``.
+        L2 strength; the penalty is ``(n lam / 2) ||w||^2`` with ``n`` the sum
+        of the sample weights.
     sigma : float, default=1.0
         Standard deviation of the Gaussian output noise.
     sample_weight : array-like of shape (n_samples,), default=None
@@ -309,7 +333,7 @@ def fisher_information_loss(
     omega2 = omega * omega
 
     # Hessian and stationarity of coef.
-    reg = np.full(p, n * lam)
+    reg = np.full(p, omega.sum() * lam)
     if has_b and not penalize_intercept:
         reg[-1] = 0.0
     H = _weighted_gram(X, omega * c, has_b, chunk)
@@ -324,15 +348,7 @@ def fisher_information_loss(
             _NOT_MINIMISER_MSG.format(rel_grad, _STATIONARITY_RTOL), stacklevel=2
         )
 
-    h_eval, h_evec = linalg.eigh(H)
-    if h_eval[0] <= _SINGULAR_RTOL * max(h_eval[-1], 0.0) or h_eval[-1] <= 0:
-        raise ValueError(
-            "The Hessian of the objective is singular (smallest/largest eigenvalue "
-            f"{h_eval[0]:.3e}/{h_eval[-1]:.3e}): the minimiser is not unique and its "
-            "Fisher information loss is unbounded. This happens with lam=0 when "
-            "there are fewer examples than parameters or collinear columns; set "
-            "lam > 0."
-        )
+    h_eval, h_evec = eigh_spd(H)
     H_inv = (h_evec / h_eval) @ h_evec.T
     H_inv2 = (h_evec / h_eval**2) @ h_evec.T
 

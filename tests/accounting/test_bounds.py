@@ -14,7 +14,7 @@ from sklearn_fil.accounting import gaussian_rdp, mse_bound_fil, mse_bound_rdp
 
 
 def test_mse_bound_rdp_paper_example():
-    """Guo et al. §4: Z = [0, 100], ε = 2 gives 10⁴ / (4 (e² − 1)) ≈ 391."""
+    """Guo et al. §4: Z = [0, 100], ε = 2 gives 10⁴ / (4 (e² - 1)) ≈ 391."""
     expected = 100.0**2 / (4.0 * (math.exp(2.0) - 1.0))
     got = mse_bound_rdp(2.0, 100.0)
     assert isinstance(got, float)
@@ -32,7 +32,7 @@ def test_mse_bound_rdp_per_coordinate_matches_mean_formula(epsilon):
     d = diam.size
     expected = (np.sum(diam**2) / (4.0 * d)) / (math.exp(epsilon) - 1.0)
     got = mse_bound_rdp(epsilon, diam)
-    assert_allclose(got, expected, rtol=1e-7)  # exp(ε) − 1 loses digits at ε = 1e-8
+    assert_allclose(got, expected, rtol=1e-7)  # exp(ε) - 1 loses digits at ε = 1e-8
     assert_allclose(mse_bound_rdp(epsilon, diam, n_features=d), got, rtol=0)
     # Equal diameters reduce to the scalar form.
     assert_allclose(
@@ -41,10 +41,10 @@ def test_mse_bound_rdp_per_coordinate_matches_mean_formula(epsilon):
 
 
 def test_mse_bound_rdp_small_epsilon_accuracy():
-    """expm1 keeps full precision where exp(ε) − 1 would not: bound ≈ D²/(4ε)."""
+    """expm1 keeps full precision where exp(ε) - 1 would not: bound ≈ D²/(4ε)."""
     eps = 1e-12
     got = mse_bound_rdp(eps, 2.0)
-    # 1/(e^ε − 1) = 1/ε − 1/2 + ε/12 − ...
+    # 1/(e^ε - 1) = 1/ε - 1/2 + ε/12 - ...
     expected = 1.0 / eps - 0.5 + eps / 12.0  # times D²/4 = 1
     assert_allclose(got, expected, rtol=1e-14)
 
@@ -72,9 +72,12 @@ def test_mse_bound_rdp_limits_and_broadcast():
 @pytest.mark.parametrize("sigma", [0.5, 1.0, 4.0])
 @pytest.mark.parametrize("m", [0.1, 1.0, 3.0])
 def test_mse_bound_rdp_gaussian_tightness_example(sigma, m):
-    """Guo et al. §4 tightness: h = z + N(0, σ²), z ∈ [0, M], is (2, M²/σ²)-RDP and
-    the unbiased ẑ = h has MSE σ², which the bound never exceeds; as M → 0 the bound
-    tends to σ²/4."""
+    """Guo et al. §4 tightness example.
+
+    h = z + N(0, sigma²) with z ∈ [0, M] is (2, M²/sigma²)-RDP, and the unbiased
+    ẑ = h has MSE sigma², which the bound never exceeds; as M → 0 the bound tends
+    to sigma²/4.
+    """
     eps = gaussian_rdp(2.0, sigma=sigma, sensitivity=m)
     assert_allclose(eps, m**2 / sigma**2, rtol=1e-14)
     bound = mse_bound_rdp(eps, m)
@@ -102,8 +105,11 @@ def test_mse_bound_fil_values():
 
 @pytest.mark.parametrize("sigma", [0.3, 1.0, 5.0])
 def test_mse_bound_fil_cramer_rao_attained_by_gaussian_mechanism(sigma):
-    """h = z + N(0, σ² I_d) has FIL η = 1/σ in every direction; the unbiased ẑ = h
-    attains the Cramér-Rao bound 1/η² = σ² (up to sampling error)."""
+    """Cramér-Rao is attained by the Gaussian mechanism.
+
+    h = z + N(0, sigma² I_d) has FIL η = 1/sigma in every direction, and the
+    unbiased ẑ = h attains the bound 1/η² = sigma² (up to sampling error).
+    """
     rng = np.random.default_rng(7)
     d, n = 4, 200_000
     z = rng.uniform(-2.0, 2.0, size=d)

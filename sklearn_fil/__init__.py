@@ -1,0 +1,26 @@
+"""sklearn-fil: private scikit-learn estimators with Fisher-information reports."""
+
+# Authors: The sklearn-fil developers
+# SPDX-License-Identifier: BSD-3-Clause
+
+from importlib.metadata import PackageNotFoundError, version
+
+from sklearn_fil import accounting, exceptions, fisher
+from sklearn_fil.linear_model import (
+    OutputPerturbedLinearRegression,
+    OutputPerturbedLogisticRegression,
+)
+
+try:
+    __version__ = version("sklearn-fil")
+except PackageNotFoundError:  # pragma: no cover - running from a source tree
+    __version__ = "0.0.0+unknown"
+
+__all__ = [
+    "OutputPerturbedLinearRegression",
+    "OutputPerturbedLogisticRegression",
+    "__version__",
+    "accounting",
+    "exceptions",
+    "fisher",
+]

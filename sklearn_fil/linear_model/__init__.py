@@ -1,0 +1,11 @@
+"""Output-perturbed generalised linear models with privacy reports."""
+
+# Authors: The sklearn-fil developers
+# SPDX-License-Identifier: BSD-3-Clause
+
+from sklearn_fil.linear_model._output_perturbation import (
+    OutputPerturbedLinearRegression,
+    OutputPerturbedLogisticRegression,
+)
+
+__all__ = ["OutputPerturbedLinearRegression", "OutputPerturbedLogisticRegression"]
