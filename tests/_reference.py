@@ -21,14 +21,17 @@ Conventions
 """
 
 import numpy as np
+from scipy.linalg import solve_triangular
 from scipy.special import expit
 
 __all__ = [
     "attribute_bases",
     "brute_force_fil",
     "explicit_jacobians",
+    "finite_difference_jacobian",
     "fit_minimiser",
     "hessian",
+    "hessian_factor",
     "loss_derivatives",
     "make_problem",
     "mixed_derivatives",
@@ -93,19 +96,20 @@ def objective(wt, X, y, loss, lam, sample_weight, fit_intercept, penalize_interc
     Xt = _design(X, fit_intercept)
     n, d = np.shape(X)
     omega = _weights(sample_weight, n)
+    n_eff = omega.sum()  # the penalty is (sum(omega) lam / 2) |w|^2
     rdiag = _penalty_diagonal(d, fit_intercept, penalize_intercept)
     margin = Xt @ wt
     d1, _ = loss_derivatives(margin, y, loss)
-    value = omega @ _loss_values(margin, y, loss) + 0.5 * n * lam * (rdiag @ wt**2)
-    grad = Xt.T @ (omega * d1) + n * lam * rdiag * wt
+    value = omega @ _loss_values(margin, y, loss) + 0.5 * n_eff * lam * (rdiag @ wt**2)
+    grad = Xt.T @ (omega * d1) + n_eff * lam * rdiag * wt
     return value, grad
 
 
 def _hessian_full(wt, Xt, y, loss, lam, omega, rdiag):
-    n = Xt.shape[0]
+    n_eff = omega.sum()  # the penalty is (sum(omega) lam / 2) |w|^2
     _, d2 = loss_derivatives(Xt @ wt, y, loss)
     H = np.einsum("i,ia,ib->ab", omega * d2, Xt, Xt)
-    return H + n * lam * np.diag(rdiag)
+    return H + n_eff * lam * np.diag(rdiag)
 
 
 def fit_minimiser(
@@ -141,11 +145,12 @@ def fit_minimiser(
     Xt = _design(X, fit_intercept)
     p = Xt.shape[1]
     omega = _weights(sample_weight, n)
+    n_eff = omega.sum()  # the penalty is (sum(omega) lam / 2) |w|^2
     rdiag = _penalty_diagonal(d, fit_intercept, penalize_intercept)
 
     if loss == "squared":
         sw = np.sqrt(omega)
-        A = np.vstack([sw[:, None] * Xt, np.diag(np.sqrt(n * lam * rdiag))])
+        A = np.vstack([sw[:, None] * Xt, np.diag(np.sqrt(n_eff * lam * rdiag))])
         b = np.concatenate([sw * y, np.zeros(p)])
         wt = np.linalg.lstsq(A, b, rcond=None)[0]
         # One Newton step on the exact quadratic as iterative refinement; kept only
@@ -253,6 +258,38 @@ def mixed_derivatives(X, y, coef, intercept=None, loss="squared"):
     return M
 
 
+def hessian_factor(
+    X,
+    y,
+    coef,
+    intercept=None,
+    loss="squared",
+    lam=0.0,
+    sample_weight=None,
+    penalize_intercept=False,
+):
+    """Upper-triangular F with F^T F = H, from a QR factorisation of the square root
+    design ``A = [sqrt(omega_i l''_i) xt_i (rows); sqrt(n lam R)]`` (``A^T A = H``).
+
+    Solving with F instead of H avoids forming H in floating point, whose rounding
+    alone perturbs its smallest eigenvalue by a relative ~cond(H) * eps; with F the
+    error is ~sqrt(cond(H)) * eps, so the reference stays a sharp judge when H is
+    ill-conditioned.
+    """
+    X = np.asarray(X, dtype=np.float64)
+    n, d = X.shape
+    fit_intercept = intercept is not None
+    Xt = _design(X, fit_intercept)
+    omega = _weights(sample_weight, n)
+    n_eff = omega.sum()  # the penalty is (sum(omega) lam / 2) |w|^2
+    _, d2 = loss_derivatives(Xt @ _full_weights(coef, intercept), y, loss)
+    rdiag = _penalty_diagonal(d, fit_intercept, penalize_intercept)
+    A = np.vstack(
+        [np.sqrt(omega * d2)[:, None] * Xt, np.diag(np.sqrt(n_eff * lam * rdiag))]
+    )
+    return np.linalg.qr(A, mode="r")
+
+
 def explicit_jacobians(
     X,
     y,
@@ -263,14 +300,22 @@ def explicit_jacobians(
     sample_weight=None,
     penalize_intercept=False,
 ):
-    """Per-example Jacobians J_i = -omega_i H^{-1} M_i, shape (n, p, d + 1)."""
+    """Per-example Jacobians J_i = -omega_i H^{-1} M_i, shape (n, p, d + 1).
+
+    ``H^{-1} M_i`` is computed as ``F^{-1} F^{-T} M_i`` with the triangular factor of
+    :func:`hessian_factor`.
+    """
     X = np.asarray(X, dtype=np.float64)
     n = X.shape[0]
-    H = hessian(X, y, coef, intercept, loss, lam, sample_weight, penalize_intercept)
+    F = hessian_factor(
+        X, y, coef, intercept, loss, lam, sample_weight, penalize_intercept
+    )
+    p = F.shape[0]
     M = mixed_derivatives(X, y, coef, intercept, loss)
     omega = _weights(sample_weight, n)
-    HinvM = np.linalg.solve(H, M.transpose(1, 0, 2).reshape(H.shape[0], -1))
-    HinvM = HinvM.reshape(H.shape[0], n, -1).transpose(1, 0, 2)
+    rhs = M.transpose(1, 0, 2).reshape(p, -1)  # [M_1, ..., M_n]
+    HinvM = solve_triangular(F, solve_triangular(F, rhs, trans="T"))
+    HinvM = HinvM.reshape(p, n, -1).transpose(1, 0, 2)
     return -omega[:, None, None] * HinvM
 
 
@@ -436,6 +481,7 @@ def make_problem(
     penalize_intercept=False,
     lam=0.0,
     weights=None,
+    normalise_weights=False,
     onehot=False,
     scaling=None,
     seed=0,
@@ -448,13 +494,16 @@ def make_problem(
     weights : {None, "random", "zeros"}
         ``"random"``: positive weights in [0.2, 3]; ``"zeros"``: the same with five
         examples given weight zero.
+    normalise_weights : bool
+        Rescale the weights to sum to n (as IRFIL keeps them), so that a penalty
+        scaled by n and one scaled by sum(omega) coincide.
     onehot : bool
         Columns ``[2, 3, 4]`` are a 3-level and ``[6, 7]`` a 2-level one-hot group
         (real 0/1 columns, one 1 per row); needs ``d == 8`` and ``lam > 0``.
-    scaling : {None, "bad", "collinear"}
+    scaling : {None, "bad", "collinear", "mildly-collinear"}
         ``"bad"`` multiplies column j by ``10 ** linspace(-3, 3, d)[j]``;
         ``"collinear"`` makes columns 3 and 4 nearly equal so that H has a condition
-        number of about 1e8.
+        number of about 1e8 (about 1e6 for ``"mildly-collinear"``).
 
     Returns
     -------
@@ -474,6 +523,8 @@ def make_problem(
         X *= 10.0 ** np.linspace(-3, 3, d)
     elif scaling == "collinear":
         X[:, 4] = X[:, 3] + 3e-4 * rng.normal(size=n)
+    elif scaling == "mildly-collinear":
+        X[:, 4] = X[:, 3] + 3e-3 * rng.normal(size=n)
     elif scaling is not None:
         raise ValueError(scaling)
 
@@ -491,6 +542,8 @@ def make_problem(
         sample_weight = rng.uniform(0.2, 3.0, size=n)
         if weights == "zeros":
             sample_weight[rng.choice(n, size=5, replace=False)] = 0.0
+        if normalise_weights:
+            sample_weight *= n / sample_weight.sum()
     coef, intercept = fit_minimiser(
         X,
         y,
@@ -512,3 +565,39 @@ def make_problem(
         "lam": lam,
         "penalize_intercept": penalize_intercept,
     }
+
+
+def finite_difference_jacobian(problem, i, rel_step=1e-5):
+    """Central differences of re-fitted minimisers w.r.t. (x_i, y_i): (p, d + 1).
+
+    ``problem`` is a dict as returned by :func:`make_problem`. Coordinate c of example
+    i (a feature, or the label for c = d) is moved by ``+-h``,
+    ``h = rel_step * max(1, |z_ic|)``, and the minimiser re-fitted from scratch
+    (warm-started at the unperturbed one, to the rounding floor). This uses no
+    derivative formula at all.
+    """
+    X, y = problem["X"], problem["y"]
+    d = X.shape[1]
+    fit_intercept = problem["intercept"] is not None
+    w0 = _full_weights(problem["coef"], problem["intercept"])
+    args = (
+        problem["loss"],
+        problem["lam"],
+        problem["sample_weight"],
+        fit_intercept,
+        problem["penalize_intercept"],
+    )
+    columns = []
+    for c in range(d + 1):
+        h = rel_step * max(1.0, abs(X[i, c] if c < d else y[i]))
+        w = []
+        for sign in (1.0, -1.0):
+            Xp, yp = X.copy(), y.copy()
+            if c < d:
+                Xp[i, c] += sign * h
+            else:
+                yp[i] += sign * h
+            coef, intercept = fit_minimiser(Xp, yp, *args, w0=w0, gtol=1e-15)
+            w.append(_full_weights(coef, intercept))
+        columns.append((w[0] - w[1]) / (2.0 * h))
+    return np.column_stack(columns)

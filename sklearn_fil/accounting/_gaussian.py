@@ -12,7 +12,6 @@ import math
 from numbers import Integral, Real
 
 import numpy as np
-from dp_accounting.pld.privacy_loss_mechanism import GaussianPrivacyLoss
 from scipy.optimize import brentq
 from scipy.stats import norm
 
@@ -24,6 +23,15 @@ _EPSILON_XTOL = np.finfo(np.float64).tiny
 # handful of steps, the limits only guard against an endless loop.
 _MAX_BRACKET_DOUBLINGS = 2_000
 _MAX_NUDGES = 200
+
+
+def _gaussian_privacy_loss(sigma, sensitivity):
+    """dp-accounting's exact Gaussian privacy loss (imported on first use:
+    dp-accounting pulls in much of SciPy, which would slow ``import
+    sklearn_fil`` and the command's ``--help`` by seconds)."""
+    from dp_accounting.pld.privacy_loss_mechanism import GaussianPrivacyLoss
+
+    return GaussianPrivacyLoss(standard_deviation=sigma, sensitivity=sensitivity)
 
 
 def _check_scalar(
@@ -84,7 +92,7 @@ def _delta_for_epsilon(epsilon, sigma, sensitivity):
     delta = np.zeros(epsilon.shape, dtype=np.float64)
     finite = np.isfinite(epsilon)
     if np.any(finite):
-        loss = GaussianPrivacyLoss(standard_deviation=sigma, sensitivity=sensitivity)
+        loss = _gaussian_privacy_loss(sigma, sensitivity)
         delta[finite] = loss.get_delta_for_epsilon(epsilon[finite].ravel())
     return delta
 
@@ -204,7 +212,7 @@ def gaussian_epsilon(*, sigma, sensitivity, delta):
     sensitivity = _check_scalar(sensitivity, "sensitivity", low=0.0)
     delta = _check_scalar(delta, "delta", low=0.0, high=1.0)
 
-    loss = GaussianPrivacyLoss(standard_deviation=sigma, sensitivity=sensitivity)
+    loss = _gaussian_privacy_loss(sigma, sensitivity)
 
     def excess(eps):
         return loss.get_delta_for_epsilon(float(eps)) - delta

@@ -115,6 +115,18 @@ def _top_eig(M):
     )
 
 
+def inv_spd(H):
+    """Inverse of a positive definite Hessian, through its Jacobi scaling.
+
+    ``H = D^-1 S D^-1`` with ``D = diag(H)^-1/2`` and unit-diagonal ``S``; the
+    inverse ``D S^-1 D`` keeps full relative accuracy when ``H`` is
+    ill-conditioned only because the features have very different scales.
+    """
+    scale = 1.0 / np.sqrt(np.diag(H))
+    h_eval, h_evec = eigh_spd(H * np.outer(scale, scale))
+    return ((h_evec / h_eval) @ h_evec.T) * np.outer(scale, scale)
+
+
 def eigh_spd(H):
     """Eigen-decomposition of a Hessian that must be positive definite.
 
@@ -160,6 +172,9 @@ def _parse_onehot_groups(onehot_groups, X):
                 f"onehot_groups[{g}] repeats a column or overlaps another group: "
                 f"{cols.tolist()}."
             )
+        seen[cols] = True
+        groups.append(cols.astype(np.int64))
+    for g, cols in enumerate(groups):
         block = X[:, cols]
         if not (np.all((block == 0) | (block == 1)) and np.all(block.sum(axis=1) == 1)):
             raise ValueError(
@@ -167,8 +182,6 @@ def _parse_onehot_groups(onehot_groups, X):
                 "encoding: every value must be 0 or 1 with exactly one 1 per row. "
                 "A constrained group needs all its levels (do not drop one)."
             )
-        seen[cols] = True
-        groups.append(cols.astype(np.int64))
     return groups
 
 
@@ -339,7 +352,9 @@ def fisher_information_loss(
     H = _weighted_gram(X, omega * c, has_b, chunk)
     H[np.diag_indices(p)] += reg
     grad = _augment_rmatvec(X, omega * r, has_b) + reg * w
-    grad_scale = _augment_rmatvec(np.abs(X), np.abs(omega * r), has_b) + np.abs(reg * w)
+    # the size of the terms that cancel in the gradient at a minimiser
+    r_scale = omega * family.residual_scale(margin, y)
+    grad_scale = _augment_rmatvec(np.abs(X), r_scale, has_b) + np.abs(reg * w)
     rel_grad = np.linalg.norm(grad) / max(
         np.linalg.norm(grad_scale), np.finfo(float).tiny
     )
@@ -348,9 +363,8 @@ def fisher_information_loss(
             _NOT_MINIMISER_MSG.format(rel_grad, _STATIONARITY_RTOL), stacklevel=2
         )
 
-    h_eval, h_evec = eigh_spd(H)
-    H_inv = (h_evec / h_eval) @ h_evec.T
-    H_inv2 = (h_evec / h_eval**2) @ h_evec.T
+    H_inv = inv_spd(H)
+    H_inv2 = H_inv @ H_inv
 
     # Projector Q onto the private feature coordinates (one-hot groups on the
     # sum-to-one tangent space; the intercept is not private).
@@ -447,26 +461,40 @@ def fisher_information_loss(
     s = _augment_rmatvec(X, omega2 * c * r, has_b)
     rho2 = float(omega2 @ (r * r))
 
+    # Attribute a over all examples: H^-1 A_a H^-1 with A_a = ||v_a||^2 C2 +
+    # (s v_a^T + v_a s^T) + rho2 Q_a. For a plain feature j this is w_j^2 M2 +
+    # [H^-1 e_j, H^-1 s] [[rho2, w_j], [w_j, 0]] [...]^T: the per-example
+    # kernel again, in the eigenbasis of the shared M2 = H^-1 C2 H^-1.
     total = np.empty(n_attr)
     M2 = H_inv @ C2 @ H_inv
     s_h = H_inv @ s
+    m2_eval, m2_evec = linalg.eigh(M2)
+    m2_eval = np.ascontiguousarray(np.maximum(m2_eval[::-1], 0.0))
+    m2_evec = m2_evec[:, ::-1]
+    rot_e = np.ascontiguousarray((m2_evec.T @ H_inv).T)  # row j: U^T H^-1 e_j
+    rot_s = np.ascontiguousarray(m2_evec.T @ s_h)
+    work_a, work_b = np.empty(p), np.empty(p)
     for a_idx, att in enumerate(attributes):
         if att == "label":
             total[a_idx] = _top_eig(H_inv @ C0 @ H_inv)
-            continue
-        cols = np.asarray(att)
-        Qa = np.zeros((p, p))
-        Qa[np.ix_(cols, cols)] = np.eye(cols.size) - (cols.size > 1) / cols.size
-        va = Qa @ w
-        vh = H_inv @ va
-        A = (
-            (va @ va) * M2
-            + np.outer(s_h, vh)
-            + np.outer(vh, s_h)
-            + rho2 * (H_inv @ Qa @ H_inv)
-        )
-        total[a_idx] = _top_eig(A)
-    total_attribute_fil = np.sqrt(total) * inv_sigma
+        elif len(att) == 1:
+            j = att[0]
+            total[a_idx] = kernels.top_eigenvalue(
+                m2_eval, w[j] ** 2, rot_e[j], rot_s, rho2, w[j], work_a, work_b
+            )
+        else:
+            cols = np.asarray(att)
+            Qa = np.zeros((p, p))
+            Qa[np.ix_(cols, cols)] = np.eye(cols.size) - 1.0 / cols.size
+            vh = H_inv @ (Qa @ w)
+            A = (
+                float(w @ Qa @ w) * M2
+                + np.outer(s_h, vh)
+                + np.outer(vh, s_h)
+                + rho2 * (H_inv @ Qa @ H_inv)
+            )
+            total[a_idx] = _top_eig(A)
+    total_attribute_fil = np.sqrt(np.maximum(total, 0.0)) * inv_sigma
 
     def block_fil(C2_S, C0_S, s_S, rho2_S):
         A = rho2_S * Q + beta0 * C2_S + np.outer(s_S, v) + np.outer(v, s_S)

@@ -2,7 +2,8 @@
 
 A family gives, at margin ``m = w^T x`` and label ``y``, the loss, its first
 derivative ``r = dl/dm`` (the residual) and second derivative ``c =
-d2l/dm2``. Both families are canonical GLMs, so ``d(dl/dm)/dy = -1``: the
+d2l/dm2``, and the size of the terms that cancel in ``r`` (to judge whether
+a gradient is zero to rounding). Both families are canonical GLMs, so ``d(dl/dm)/dy = -1``: the
 label column of the per-example Jacobian is ``-x``.
 """
 
@@ -30,6 +31,11 @@ class _SquaredLoss:
     def derivatives(m, y):
         return m - y, np.ones_like(m)
 
+    @staticmethod
+    def residual_scale(m, y):
+        """Size of the terms whose difference is the residual ``m - y``."""
+        return np.abs(m) + np.abs(y)
+
 
 class _LogisticLoss:
     """``l(m, y) = -y log s(m) - (1 - y) log(1 - s(m))``, ``y`` in {0, 1}."""
@@ -53,6 +59,11 @@ class _LogisticLoss:
     def derivatives(m, y):
         s = expit(m)
         return s - y, s * (1.0 - s)
+
+    @staticmethod
+    def residual_scale(m, y):
+        """Size of the terms whose difference is the residual ``s(m) - y``."""
+        return expit(m) + np.abs(y)
 
 
 LOSSES = {"squared": _SquaredLoss, "logistic": _LogisticLoss}

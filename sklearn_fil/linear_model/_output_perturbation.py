@@ -6,6 +6,7 @@
 import copy
 import warnings
 from numbers import Integral, Real
+from typing import ClassVar
 
 import numpy as np
 import pandas as pd
@@ -71,7 +72,7 @@ def _fit_glm(X, y, omega, loss, lam, fit_intercept, penalize_intercept, tol, max
     iteration stops: quadratic convergence leaves an error of order
     ``tol^2``.
     """
-    n, d = X.shape
+    d = X.shape[1]
     p = d + fit_intercept
     reg = np.full(p, omega.sum() * lam)
     if fit_intercept and not penalize_intercept:
@@ -128,7 +129,7 @@ class _BaseOutputPerturbed(BaseEstimator):
 
     _loss = None
 
-    _parameter_constraints: dict = {
+    _parameter_constraints: ClassVar[dict] = {
         "sigma": [Interval(Real, 0, None, closed="neither")],
         "lam": [Interval(Real, 0, None, closed="left")],
         "fit_intercept": ["boolean"],
@@ -172,7 +173,6 @@ class _BaseOutputPerturbed(BaseEstimator):
             out[group] = idx
         return out
 
-    @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y, sample_weight=None):
         """Fit the model, add Gaussian noise and compute the privacy report.
 
@@ -190,12 +190,23 @@ class _BaseOutputPerturbed(BaseEstimator):
         self : object
             Fitted estimator.
         """
-        index = X.index.copy() if isinstance(X, pd.DataFrame) else None
-        target_name = y.name if isinstance(y, pd.Series) and y.name is not None else "y"
-        # A failed fit must leave no fitted state behind: clear the previous
-        # fit first; new attributes are set only once everything has worked.
+        # A failed fit must leave no fitted state behind, not even that of a
+        # previous successful fit.
+        self._clear_fitted_state()
+        try:
+            return self._fit(X, y, sample_weight)
+        except BaseException:
+            self._clear_fitted_state()
+            raise
+
+    def _clear_fitted_state(self):
         for attr in [a for a in vars(self) if a.endswith("_") or a in _PRIVATE_STATE]:
             delattr(self, attr)
+
+    @_fit_context(prefer_skip_nested_validation=True)
+    def _fit(self, X, y, sample_weight):
+        index = X.index.copy() if isinstance(X, pd.DataFrame) else None
+        target_name = y.name if isinstance(y, pd.Series) and y.name is not None else "y"
         X, y = validate_data(
             self,
             X,
@@ -244,7 +255,9 @@ class _BaseOutputPerturbed(BaseEstimator):
             if hasattr(self, "feature_names_in_")
             else [f"x{j}" for j in range(d)]
         )
-        group_of_first = {cols[0]: name for name, cols in groups.items()}
+        group_names = {tuple(cols): name for name, cols in groups.items()}
+        if target_name in feature_names:  # e.g. y = X["age"] + noise keeps the name
+            target_name = "y" if "y" not in feature_names else "target"
         attribute_names = []
         for att in result.attributes:
             if att == "label":
@@ -252,10 +265,7 @@ class _BaseOutputPerturbed(BaseEstimator):
             elif len(att) == 1:
                 attribute_names.append(str(feature_names[att[0]]))
             else:
-                first = min(att)
-                attribute_names.append(
-                    str(group_of_first.get(first, group_of_first.get(att[0])))
-                )
+                attribute_names.append(str(group_names[att]))
         report = make_privacy_report(result, attribute_names, index=index)
         guarantee = self._guarantee(n_eff, omega, X)
 
@@ -592,14 +602,14 @@ class OutputPerturbedLogisticRegression(ClassifierMixin, _BaseOutputPerturbed):
     ...     sigma=0.5, lam=0.1, fit_intercept=False, data_norm=1.0, random_state=0
     ... ).fit(X, y)
     >>> round(clf.epsilon_, 2), clf.delta_
-    (1.1, 0.01)
+    (0.68, 0.01)
     >>> clf.privacy_report_.shape
     (100, 8)
     """
 
     _loss = "logistic"
 
-    _parameter_constraints: dict = {
+    _parameter_constraints: ClassVar[dict] = {
         **_BaseOutputPerturbed._parameter_constraints,
         "data_norm": [None, Interval(Real, 0, None, closed="neither")],
         "delta": [None, Interval(Real, 0, 1, closed="neither")],
