@@ -3,8 +3,8 @@
 A family gives, at margin ``m = w^T x`` and label ``y``, the loss, its first
 derivative ``r = dl/dm`` (the residual) and second derivative ``c =
 d2l/dm2``, and the size of the terms that cancel in ``r`` (to judge whether
-a gradient is zero to rounding). Both families are canonical GLMs, so ``d(dl/dm)/dy = -1``: the
-label column of the per-example Jacobian is ``-x``.
+a gradient is zero to rounding). Both families are canonical GLMs, so
+``d(dl/dm)/dy = -1``: the label column of the per-example Jacobian is ``-x``.
 """
 
 # Authors: The sklearn-fil developers
