@@ -411,15 +411,16 @@ def fisher_information_loss(
     # Per-example pass, chunk by chunk: one GEMM and one numba kernel.
     rot = np.hstack([Phi, H_inv2[:, :d]])
     n_attr = len(attributes)
-    fil2 = np.empty(n)
-    dfil2 = np.empty(n)
-    attr2 = np.empty((n, n_attr))
+    inv_sigma = 1.0 / sigma
+    fil = np.empty(n)
+    dfil = np.empty(n)
+    attribute_fil = np.empty((n, n_attr))
     w_feat = np.ascontiguousarray(w[:d])
     for sl in gen_batches(n, chunk):
         Z = _augment_matmul(X[sl], rot, has_b)
         kernels.per_example_fil(
-            np.ascontiguousarray(Z[:, :p]),
-            np.ascontiguousarray(Z[:, p:]),
+            Z[:, :p],
+            Z[:, p:],
             r[sl],
             c[sl],
             omega2[sl],
@@ -433,14 +434,12 @@ def fisher_information_loss(
             *grp_data,
             grp_col,
             label_col,
-            fil2[sl],
-            dfil2[sl],
-            attr2[sl],
+            inv_sigma,
+            1.0 / n_private,
+            fil[sl],
+            dfil[sl],
+            attribute_fil[sl],
         )
-    inv_sigma = 1.0 / sigma
-    fil = np.sqrt(np.maximum(fil2, 0.0)) * inv_sigma
-    dfil = np.sqrt(np.maximum(dfil2, 0.0) / n_private) * inv_sigma
-    attribute_fil = np.sqrt(np.maximum(attr2, 0.0)) * inv_sigma
     with np.errstate(divide="ignore"):
         mse_bound = 1.0 / dfil**2
 

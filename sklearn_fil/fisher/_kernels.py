@@ -236,11 +236,13 @@ def per_example_fil(
     grp_w,
     grp_col,
     label_col,
+    inv_sigma,
+    inv_k,
     fil2,
     dfil2,
     attr2,
 ):
-    """Squared per-example FIL quantities (times sigma^2) for a chunk.
+    """Per-example FIL quantities for a chunk, written in place.
 
     Parameters
     ----------
@@ -274,11 +276,13 @@ def per_example_fil(
         output column ``grp_col[g]``.
     label_col : int
         Output column of the label, ``-1`` when the label is not private.
+    inv_sigma, inv_k : float
+        ``1 / sigma`` and ``1 / k`` (``k`` private coordinates).
     fil2, dfil2 : ndarray of shape (b,)
-        Outputs: ``sigma^2 eta_i^2`` and ``sigma^2 k bar-eta_i^2`` (the trace
-        of the example's FIM, before division by ``k``).
+        Outputs: ``eta_i`` and ``bar-eta_i`` (square roots taken here, so the
+        n x d report is written once).
     attr2 : ndarray of shape (b, n_attributes)
-        Output: ``sigma^2 eta_ij^2``.
+        Output: ``eta_ij``.
     """
     n, p = YU.shape
     d = G.shape[1]
@@ -302,16 +306,18 @@ def per_example_fil(
         rho = ci * ri
         r2 = ri * ri
         lam = top_eigenvalue(gamma, r2, yu, yv, beta, rho, work_a, work_b)
-        fil2[i] = omega2[i] * lam
-        dfil2[i] = omega2[i] * (r2 * trace_k + beta * a + 2.0 * rho * uv)
+        fil2[i] = np.sqrt(max(omega2[i] * lam, 0.0)) * inv_sigma
+        trace = omega2[i] * (r2 * trace_k + beta * a + 2.0 * rho * uv)
+        dfil2[i] = np.sqrt(max(trace * inv_k, 0.0)) * inv_sigma
         gi = G[i]
         for j in range(d):
             col = feat_col[j]
             if col >= 0:
                 wj = w_feat[j]
-                attr2[i, col] = omega2[i] * (
+                val = omega2[i] * (
                     ci * ci * wj * wj * a + 2.0 * rho * wj * gi[j] + r2 * hdiag[j]
                 )
+                attr2[i, col] = np.sqrt(max(val, 0.0)) * inv_sigma
         if n_groups > 0:
             gw = np.empty(max_m)
             ga = np.empty(max_m)
@@ -336,6 +342,6 @@ def per_example_fil(
                     ga,
                     gb,
                 )
-                attr2[i, grp_col[g]] = omega2[i] * lam_g
+                attr2[i, grp_col[g]] = np.sqrt(max(omega2[i] * lam_g, 0.0)) * inv_sigma
         if label_col >= 0:
-            attr2[i, label_col] = omega2[i] * a
+            attr2[i, label_col] = np.sqrt(max(omega2[i] * a, 0.0)) * inv_sigma
