@@ -354,7 +354,10 @@ def fisher_information_loss(
     grad = _augment_rmatvec(X, omega * r, has_b) + reg * w
     # the size of the terms that cancel in the gradient at a minimiser
     r_scale = omega * family.residual_scale(margin, y)
-    grad_scale = _augment_rmatvec(np.abs(X), r_scale, has_b) + np.abs(reg * w)
+    grad_scale = np.zeros(p)
+    for sl in gen_batches(n, chunk):  # |X|^T r_scale without an n x d copy of |X|
+        grad_scale += _augment_rmatvec(np.abs(X[sl]), r_scale[sl], has_b)
+    grad_scale += np.abs(reg * w)
     rel_grad = np.linalg.norm(grad) / max(
         np.linalg.norm(grad_scale), np.finfo(float).tiny
     )

@@ -238,9 +238,9 @@ def per_example_fil(
     label_col,
     inv_sigma,
     inv_k,
-    fil2,
-    dfil2,
-    attr2,
+    fil,
+    dfil,
+    attr,
 ):
     """Per-example FIL quantities for a chunk, written in place.
 
@@ -278,10 +278,10 @@ def per_example_fil(
         Output column of the label, ``-1`` when the label is not private.
     inv_sigma, inv_k : float
         ``1 / sigma`` and ``1 / k`` (``k`` private coordinates).
-    fil2, dfil2 : ndarray of shape (b,)
+    fil, dfil : ndarray of shape (b,)
         Outputs: ``eta_i`` and ``bar-eta_i`` (square roots taken here, so the
         n x d report is written once).
-    attr2 : ndarray of shape (b, n_attributes)
+    attr : ndarray of shape (b, n_attributes)
         Output: ``eta_ij``.
     """
     n, p = YU.shape
@@ -306,9 +306,9 @@ def per_example_fil(
         rho = ci * ri
         r2 = ri * ri
         lam = top_eigenvalue(gamma, r2, yu, yv, beta, rho, work_a, work_b)
-        fil2[i] = np.sqrt(max(omega2[i] * lam, 0.0)) * inv_sigma
+        fil[i] = np.sqrt(max(omega2[i] * lam, 0.0)) * inv_sigma
         trace = omega2[i] * (r2 * trace_k + beta * a + 2.0 * rho * uv)
-        dfil2[i] = np.sqrt(max(trace * inv_k, 0.0)) * inv_sigma
+        dfil[i] = np.sqrt(max(trace * inv_k, 0.0)) * inv_sigma
         gi = G[i]
         for j in range(d):
             col = feat_col[j]
@@ -317,7 +317,7 @@ def per_example_fil(
                 val = omega2[i] * (
                     ci * ci * wj * wj * a + 2.0 * rho * wj * gi[j] + r2 * hdiag[j]
                 )
-                attr2[i, col] = np.sqrt(max(val, 0.0)) * inv_sigma
+                attr[i, col] = np.sqrt(max(val, 0.0)) * inv_sigma
         if n_groups > 0:
             gw = np.empty(max_m)
             ga = np.empty(max_m)
@@ -342,6 +342,6 @@ def per_example_fil(
                     ga,
                     gb,
                 )
-                attr2[i, grp_col[g]] = np.sqrt(max(omega2[i] * lam_g, 0.0)) * inv_sigma
+                attr[i, grp_col[g]] = np.sqrt(max(omega2[i] * lam_g, 0.0)) * inv_sigma
         if label_col >= 0:
-            attr2[i, label_col] = np.sqrt(max(omega2[i] * a, 0.0)) * inv_sigma
+            attr[i, label_col] = np.sqrt(max(omega2[i] * a, 0.0)) * inv_sigma
