@@ -242,7 +242,7 @@ def time_breakdown(X, y, w, model):
 
     n, d = X.shape
     p = d + 1
-    chunk = engine._DEFAULT_CHUNK
+    chunk = engine._default_chunk(d)
     rng = np.random.default_rng(1)
     out = {}
 

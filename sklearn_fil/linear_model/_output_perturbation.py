@@ -25,7 +25,7 @@ from sklearn_fil.accounting import (
 )
 from sklearn_fil.exceptions import PrivacyLeakWarning
 from sklearn_fil.fisher import fisher_information_loss
-from sklearn_fil.fisher._engine import _DEFAULT_CHUNK, _weighted_gram, eigh_spd
+from sklearn_fil.fisher._engine import _default_chunk, _weighted_gram, eigh_spd
 from sklearn_fil.fisher._losses import LOSSES
 from sklearn_fil.utils._sklearn_compat import (
     Interval,
@@ -88,7 +88,7 @@ def _fit_glm(X, y, omega, loss, lam, fit_intercept, penalize_intercept, tol, max
     family = LOSSES[loss]
     w = np.zeros(p)
     if loss == "squared":
-        H = _weighted_gram(X, omega, fit_intercept, _DEFAULT_CHUNK)
+        H = _weighted_gram(X, omega, fit_intercept, _default_chunk(X.shape[1]))
         H[np.diag_indices(p)] += reg
         h_eval, h_evec = eigh_spd(H)
         return (h_evec / h_eval) @ (h_evec.T @ grad_of(y)), 1
@@ -100,7 +100,7 @@ def _fit_glm(X, y, omega, loss, lam, fit_intercept, penalize_intercept, tol, max
     for it in range(1, max_iter + 1):
         r, c = family.derivatives(augmented(w), y)
         g = grad_of(r) + reg * w
-        H = _weighted_gram(X, omega * c, fit_intercept, _DEFAULT_CHUNK)
+        H = _weighted_gram(X, omega * c, fit_intercept, _default_chunk(X.shape[1]))
         H[np.diag_indices(p)] += reg
         h_eval, h_evec = eigh_spd(H)
         step = (h_evec / h_eval) @ (h_evec.T @ g)
