@@ -7,6 +7,8 @@ from importlib.metadata import PackageNotFoundError, version
 
 from sklearn_fil import accounting, exceptions, fisher
 from sklearn_fil.linear_model import (
+    IRFILClassifier,
+    IRFILRegressor,
     OutputPerturbedLinearRegression,
     OutputPerturbedLogisticRegression,
 )
@@ -17,6 +19,8 @@ except PackageNotFoundError:  # pragma: no cover - running from a source tree
     __version__ = "0.0.0+unknown"
 
 __all__ = [
+    "IRFILClassifier",
+    "IRFILRegressor",
     "OutputPerturbedLinearRegression",
     "OutputPerturbedLogisticRegression",
     "__version__",

@@ -7,6 +7,8 @@ from sklearn.base import clone
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from sklearn_fil import (
+    IRFILClassifier,
+    IRFILRegressor,
     OutputPerturbedLinearRegression,
     OutputPerturbedLogisticRegression,
 )
@@ -14,6 +16,8 @@ from sklearn_fil import (
 ESTIMATORS = [
     OutputPerturbedLinearRegression(sigma=0.1, lam=1e-3),
     OutputPerturbedLogisticRegression(sigma=0.1, lam=1e-2),
+    IRFILRegressor(sigma=0.1, lam=1e-3, n_iter=3),
+    IRFILClassifier(sigma=0.1, lam=1e-2, n_iter=3),
 ]
 
 

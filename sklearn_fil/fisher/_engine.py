@@ -31,6 +31,7 @@ def _default_chunk(d):
     """Rows per chunk: the GEMM output (2 d + 1 columns) and a scaled copy."""
     return max(1, _CHUNK_BYTES // (8 * (3 * d + 2)))
 
+
 _NOT_MINIMISER_MSG = (
     "coef is not a minimiser of the regularised objective: the relative "
     "gradient norm is {:.2e} (> {:.0e}). The Fisher information loss is only "
@@ -157,37 +158,42 @@ def eigh_spd(H):
     return h_eval, h_evec
 
 
-def _parse_onehot_groups(onehot_groups, X):
-    """Validate constrained one-hot groups; return a list of index arrays."""
+def _parse_onehot_groups(onehot_groups, X, names=None):
+    """Validate constrained one-hot groups; return a list of index arrays.
+
+    ``names`` labels the groups in error messages (default: their position).
+    """
     if onehot_groups is None:
         return []
     d = X.shape[1]
+    if names is None:
+        labels = [f"onehot_groups[{g}]" for g in range(len(onehot_groups))]
+    else:
+        labels = [f"one-hot group {name!r}" for name in names]
     seen = np.zeros(d, dtype=bool)
     groups = []
-    for g, cols in enumerate(onehot_groups):
+    for label, cols in zip(labels, onehot_groups, strict=True):
         cols = np.asarray(cols)
         if cols.ndim != 1 or cols.size < 2 or not np.issubdtype(cols.dtype, np.integer):
             raise ValueError(
-                f"onehot_groups[{g}] must list at least two integer column indices; "
+                f"{label} must list at least two integer column indices; "
                 f"got {cols.tolist()!r}."
             )
         if cols.min() < 0 or cols.max() >= d:
             raise ValueError(
-                f"onehot_groups[{g}] has column indices outside [0, {d}): "
-                f"{cols.tolist()}."
+                f"{label} has column indices outside [0, {d}): {cols.tolist()}."
             )
         if np.unique(cols).size != cols.size or seen[cols].any():
             raise ValueError(
-                f"onehot_groups[{g}] repeats a column or overlaps another group: "
-                f"{cols.tolist()}."
+                f"{label} repeats a column or overlaps another group: {cols.tolist()}."
             )
         seen[cols] = True
         groups.append(cols.astype(np.int64))
-    for g, cols in enumerate(groups):
+    for label, cols in zip(labels, groups, strict=True):
         block = X[:, cols]
         if not (np.all((block == 0) | (block == 1)) and np.all(block.sum(axis=1) == 1)):
             raise ValueError(
-                f"onehot_groups[{g}] (columns {cols.tolist()}) is not a one-hot "
+                f"{label} (columns {cols.tolist()}) is not a one-hot "
                 "encoding: every value must be 0 or 1 with exactly one 1 per row. "
                 "A constrained group needs all its levels (do not drop one)."
             )

@@ -25,7 +25,12 @@ from sklearn_fil.accounting import (
 )
 from sklearn_fil.exceptions import PrivacyLeakWarning
 from sklearn_fil.fisher import fisher_information_loss
-from sklearn_fil.fisher._engine import _default_chunk, _weighted_gram, eigh_spd
+from sklearn_fil.fisher._engine import (
+    _default_chunk,
+    _parse_onehot_groups,
+    _weighted_gram,
+    eigh_spd,
+)
 from sklearn_fil.fisher._losses import LOSSES
 from sklearn_fil.utils._sklearn_compat import (
     Interval,
@@ -64,13 +69,15 @@ def _noise_rng(random_state):
     return check_random_state(random_state)
 
 
-def _fit_glm(X, y, omega, loss, lam, fit_intercept, penalize_intercept, tol, max_iter):
+def _fit_glm(
+    X, y, omega, loss, lam, fit_intercept, penalize_intercept, tol, max_iter, w0=None
+):
     """Minimise ``sum_i omega_i l(w^T x_i, y_i) + (n lam / 2) ||w||^2``.
 
-    Exact for the squared loss; damped Newton for the logistic loss. Once the
-    Newton step is below ``tol * (1 + ||w||)`` it is taken in full and the
-    iteration stops: quadratic convergence leaves an error of order
-    ``tol^2``.
+    Exact for the squared loss; damped Newton for the logistic loss, from
+    ``w0`` (default zeros). Once the Newton step is below ``tol * (1 + ||w||)``
+    it is taken in full and the iteration stops: quadratic convergence leaves
+    an error of order ``tol^2``.
     """
     d = X.shape[1]
     p = d + fit_intercept
@@ -86,7 +93,7 @@ def _fit_glm(X, y, omega, loss, lam, fit_intercept, penalize_intercept, tol, max
         return np.append(g, (omega * r).sum()) if fit_intercept else g
 
     family = LOSSES[loss]
-    w = np.zeros(p)
+    w = np.zeros(p) if w0 is None else w0.copy()
     if loss == "squared":
         H = _weighted_gram(X, omega, fit_intercept, _default_chunk(X.shape[1]))
         H[np.diag_indices(p)] += reg
@@ -190,6 +197,9 @@ class _BaseOutputPerturbed(BaseEstimator):
         self : object
             Fitted estimator.
         """
+        return self._fit_clean(X, y, sample_weight)
+
+    def _fit_clean(self, X, y, sample_weight):
         # A failed fit must leave no fitted state behind, not even that of a
         # previous successful fit.
         self._clear_fitted_state()
@@ -221,34 +231,10 @@ class _BaseOutputPerturbed(BaseEstimator):
             raise ValueError("sample_weight must have a positive sum.")
         groups = self._onehot_indices()
         X = self._preprocess(X)
-        n_eff = float(omega.sum())
-
-        w, self.n_iter_ = _fit_glm(
-            X,
-            y,
-            omega,
-            self._loss,
-            self.lam,
-            self.fit_intercept,
-            self.penalize_intercept,
-            self._tol(),
-            self._max_iter(),
-        )
+        # one-hot groups are checked before the (possibly long) fit
+        _parse_onehot_groups(list(groups.values()), X, names=list(groups))
+        w, omega, result = self._solve(X, y, omega, groups)
         d = X.shape[1]
-        intercept = float(w[d]) if self.fit_intercept else None
-        result = fisher_information_loss(
-            X,
-            y,
-            w[:d],
-            intercept,
-            loss=self._loss,
-            lam=self.lam,
-            sigma=self.sigma,
-            sample_weight=omega,
-            penalize_intercept=self.penalize_intercept,
-            private_label=self.private_label,
-            onehot_groups=list(groups.values()) or None,
-        )
 
         feature_names = (
             list(self.feature_names_in_)
@@ -266,8 +252,10 @@ class _BaseOutputPerturbed(BaseEstimator):
                 attribute_names.append(str(feature_names[att[0]]))
             else:
                 attribute_names.append(str(group_names[att]))
-        report = make_privacy_report(result, attribute_names, index=index)
-        guarantee = self._guarantee(n_eff, omega, X)
+        report = make_privacy_report(
+            result, attribute_names, index=index, **self._report_extra(omega)
+        )
+        guarantee = self._guarantee(float(omega.sum()), omega, X)
 
         rng = _noise_rng(self.random_state)
         noise = rng.normal(0.0, self.sigma, size=w.shape[0])
@@ -283,6 +271,45 @@ class _BaseOutputPerturbed(BaseEstimator):
             self.classes_ = classes
         self._guarantee_state = guarantee
         return self
+
+    def _solve(self, X, y, omega, groups):
+        """The minimiser, the weights it was fitted with and its FIL."""
+        w, self.n_iter_ = self._minimise(X, y, omega)
+        return w, omega, self._fil(X, y, w, omega, groups)
+
+    def _minimise(self, X, y, omega, w0=None):
+        return _fit_glm(
+            X,
+            y,
+            omega,
+            self._loss,
+            self.lam,
+            self.fit_intercept,
+            self.penalize_intercept,
+            self._tol(),
+            self._max_iter(),
+            w0=w0,
+        )
+
+    def _fil(self, X, y, w, omega, groups):
+        d = X.shape[1]
+        return fisher_information_loss(
+            X,
+            y,
+            w[:d],
+            float(w[d]) if self.fit_intercept else None,
+            loss=self._loss,
+            lam=self.lam,
+            sigma=self.sigma,
+            sample_weight=omega,
+            penalize_intercept=self.penalize_intercept,
+            private_label=self.private_label,
+            onehot_groups=list(groups.values()) or None,
+        )
+
+    def _report_extra(self, omega):
+        """Further columns of the privacy report."""
+        return {}
 
     def _tol(self):
         return None
