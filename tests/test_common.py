@@ -16,8 +16,8 @@ from sklearn_fil import (
 ESTIMATORS = [
     OutputPerturbedLinearRegression(sigma=0.1, lam=1e-3),
     OutputPerturbedLogisticRegression(sigma=0.1, lam=1e-2),
-    IRFILRegressor(sigma=0.1, lam=1e-3, n_iter=3),
-    IRFILClassifier(sigma=0.1, lam=1e-2, n_iter=3),
+    IRFILRegressor(sigma=0.1, lam=1e-3, n_iter=3, tol=0.0),
+    IRFILClassifier(sigma=0.1, lam=1e-2, n_iter=3, tol=0.0),
 ]
 
 

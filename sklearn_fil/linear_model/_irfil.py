@@ -3,11 +3,13 @@
 # Authors: The sklearn-fil developers
 # SPDX-License-Identifier: BSD-3-Clause
 
+import warnings
 from numbers import Integral, Real
 from typing import ClassVar
 
 import numpy as np
 import pandas as pd
+from sklearn.exceptions import ConvergenceWarning
 
 from sklearn_fil.linear_model._output_perturbation import (
     OutputPerturbedLinearRegression,
@@ -173,6 +175,21 @@ class _IRFILMixin:
             inv = omega / eta
             omega = n * inv / inv.sum()
 
+        if self.n_iter and std >= self.tol * mean > 0:
+            runaway = self._loss == "logistic" and self.fit_intercept
+            hint = (
+                " An unpenalised intercept can run away under reweighting: set "
+                "penalize_intercept=True."
+                if runaway and not self.penalize_intercept
+                else ""
+            )
+            warnings.warn(
+                f"IRFIL did not level the FIL to tol={self.tol} in n_iter="
+                f"{self.n_iter} reweightings: its coefficient of variation is "
+                f"{std / mean:.3g}. Raise n_iter.{hint}",
+                ConvergenceWarning,
+                stacklevel=6,
+            )
         self.n_iter_ = it
         self.weights_ = omega
         self.fil_history_ = pd.DataFrame(history, columns=_HISTORY_COLUMNS)
@@ -211,13 +228,13 @@ _COMMON_DOC = """\
         columns (names or indices) of a one-hot encoding: the FIL of that
         constrained categorical attribute (a list that is not already a group
         becomes one, named by its columns joined with ``|``).
-    tol : float, default=1e-4
+    tol : float, default=1e-3
         Stop once the coefficient of variation (std / mean) of the levelled
-        FIL falls below ``tol``; ``0`` runs all ``n_iter`` reweightings.
+        FIL falls below ``tol``; a :class:`~sklearn.exceptions.ConvergenceWarning`
+        says when ``n_iter`` reweightings did not get there. ``0`` runs all
+        ``n_iter`` reweightings, without warning.
     fit_intercept : bool, default=True
         Whether to fit an intercept (a constant, non-private feature).
-    penalize_intercept : bool, default=False
-        Whether the penalty includes the intercept.
     private_label : bool, default=True
         Whether the label is a private coordinate of each example."""
 
@@ -295,6 +312,8 @@ class IRFILRegressor(_IRFILMixin, OutputPerturbedLinearRegression):
     ----------
 {_PARAMETERS_DOC}
 {_COMMON_DOC}
+    penalize_intercept : bool, default=False
+        Whether the penalty includes the intercept.
 {_ONEHOT_DOC}
 
     Attributes
@@ -343,7 +362,7 @@ class IRFILRegressor(_IRFILMixin, OutputPerturbedLinearRegression):
         lam=1e-2,
         n_iter=10,
         target=None,
-        tol=1e-4,
+        tol=1e-3,
         fit_intercept=True,
         penalize_intercept=False,
         private_label=True,
@@ -377,6 +396,13 @@ class IRFILClassifier(_IRFILMixin, OutputPerturbedLogisticRegression):
     ----------
 {_PARAMETERS_DOC}
 {_COMMON_DOC}
+    penalize_intercept : bool, default=True
+        Whether the penalty includes the intercept. Unlike
+        :class:`OutputPerturbedLogisticRegression`, penalised by default:
+        levelling an attribute's FIL upweights the examples the model already
+        fits well (their residuals, and so their leakage, are small), and a
+        free intercept follows them towards one class, shrinking those
+        residuals further; the loop then drifts instead of levelling.
     max_iter : int, default=100
         Maximum Newton iterations of each fit; not converging is an error.
 {_ONEHOT_DOC}
@@ -432,9 +458,9 @@ class IRFILClassifier(_IRFILMixin, OutputPerturbedLogisticRegression):
         lam=1e-2,
         n_iter=10,
         target=None,
-        tol=1e-4,
+        tol=1e-3,
         fit_intercept=True,
-        penalize_intercept=False,
+        penalize_intercept=True,
         private_label=True,
         max_iter=100,
         onehot_groups=None,
