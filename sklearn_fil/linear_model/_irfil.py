@@ -342,10 +342,10 @@ class IRFILRegressor(_IRFILMixin, OutputPerturbedLinearRegression):
     >>> from sklearn.datasets import make_regression
     >>> from sklearn_fil import IRFILRegressor
     >>> X, y = make_regression(n_samples=200, n_features=5, noise=10, random_state=0)
-    >>> reg = IRFILRegressor(sigma=0.1, tol=0, random_state=0).fit(X / 100, y / 100)
+    >>> reg = IRFILRegressor(sigma=0.1, random_state=0).fit(X, y)
     >>> hist = reg.fil_history_
-    >>> bool(hist["std"].iloc[-1] < 1e-3 * hist["std"].iloc[0])
-    True
+    >>> reg.n_iter_, (hist["std"] / hist["mean"]).round(4).tolist()
+    (5, [0.2606, 0.0347, 0.0098, 0.0035, 0.0013, 0.0005])
     >>> reg.privacy_report_.columns[-1]
     'weight'
     """
