@@ -31,6 +31,11 @@ _NO_DP_IRFIL_MSG = (
 _HISTORY_COLUMNS = ["iteration", "mean", "std", "min", "max"]
 
 
+def _cv(mean, std):
+    """Coefficient of variation; infinite when the mean is zero."""
+    return std / mean if mean > 0 else np.inf
+
+
 def _is_index(value):
     return isinstance(value, Integral | np.integer) and not isinstance(value, bool)
 
@@ -66,7 +71,25 @@ class _IRFILMixin:
         self : object
             Fitted estimator.
         """
-        return self._fit_clean(X, y, None)
+        self._fit_clean(X, y, None)
+        last = self.fil_history_.iloc[-1]
+        cv = _cv(last["mean"], last["std"])
+        if self.n_iter and self.tol > 0 and not cv < self.tol:
+            runaway = self._loss == "logistic" and self.fit_intercept
+            hint = (
+                " An unpenalised intercept can run away under reweighting: set "
+                "penalize_intercept=True."
+                if runaway and not self.penalize_intercept
+                else ""
+            )
+            warnings.warn(
+                f"IRFIL did not level the FIL to tol={self.tol} in n_iter="
+                f"{self.n_iter} reweightings: its coefficient of variation is "
+                f"{cv:.3g}. Raise n_iter.{hint}",
+                ConvergenceWarning,
+                stacklevel=2,
+            )
+        return self
 
     # -- target ------------------------------------------------------------
 
@@ -161,9 +184,9 @@ class _IRFILMixin:
             if self.verbose:
                 print(
                     f"[{type(self).__name__}] iteration {it}/{self.n_iter}: "
-                    f"mean {mean:.6g}, std {std:.3g}, cv {std / mean:.3g}"
+                    f"mean {mean:.6g}, std {std:.3g}, cv {_cv(mean, std):.3g}"
                 )
-            if it == self.n_iter or std < self.tol * mean:
+            if it == self.n_iter or _cv(mean, std) < self.tol:
                 break
             if not np.all(eta > 0):
                 zero = np.flatnonzero(~(eta > 0))
@@ -175,21 +198,6 @@ class _IRFILMixin:
             inv = omega / eta
             omega = n * inv / inv.sum()
 
-        if self.n_iter and std >= self.tol * mean > 0:
-            runaway = self._loss == "logistic" and self.fit_intercept
-            hint = (
-                " An unpenalised intercept can run away under reweighting: set "
-                "penalize_intercept=True."
-                if runaway and not self.penalize_intercept
-                else ""
-            )
-            warnings.warn(
-                f"IRFIL did not level the FIL to tol={self.tol} in n_iter="
-                f"{self.n_iter} reweightings: its coefficient of variation is "
-                f"{std / mean:.3g}. Raise n_iter.{hint}",
-                ConvergenceWarning,
-                stacklevel=6,
-            )
         self.n_iter_ = it
         self.weights_ = omega
         self.fil_history_ = pd.DataFrame(history, columns=_HISTORY_COLUMNS)
