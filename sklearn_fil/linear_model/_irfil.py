@@ -242,7 +242,9 @@ _COMMON_DOC = """\
         says when ``n_iter`` reweightings did not get there. ``0`` runs all
         ``n_iter`` reweightings, without warning.
     fit_intercept : bool, default=True
-        Whether to fit an intercept (a constant, non-private feature).
+        Whether to fit an intercept (a constant, non-private feature)."""
+
+_LABEL_DOC = """\
     private_label : bool, default=True
         Whether the label is a private coordinate of each example."""
 
@@ -322,6 +324,7 @@ class IRFILRegressor(_IRFILMixin, OutputPerturbedLinearRegression):
 {_COMMON_DOC}
     penalize_intercept : bool, default=False
         Whether the penalty includes the intercept.
+{_LABEL_DOC}
 {_ONEHOT_DOC}
 
     Attributes
@@ -411,6 +414,7 @@ class IRFILClassifier(_IRFILMixin, OutputPerturbedLogisticRegression):
         fits well (their residuals, and so their leakage, are small), and a
         free intercept follows them towards one class, shrinking those
         residuals further; the loop then drifts instead of levelling.
+{_LABEL_DOC}
     max_iter : int, default=100
         Maximum Newton iterations of each fit; not converging is an error.
 {_ONEHOT_DOC}
