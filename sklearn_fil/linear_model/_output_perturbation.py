@@ -81,6 +81,7 @@ def _fit_glm(
     """
     d = X.shape[1]
     p = d + fit_intercept
+    chunk = _default_chunk(d)
     reg = np.full(p, omega.sum() * lam)
     if fit_intercept and not penalize_intercept:
         reg[-1] = 0.0
@@ -95,7 +96,7 @@ def _fit_glm(
     family = LOSSES[loss]
     w = np.zeros(p) if w0 is None else w0.copy()
     if loss == "squared":
-        H = _weighted_gram(X, omega, fit_intercept, _default_chunk(X.shape[1]))
+        H = _weighted_gram(X, omega, fit_intercept, chunk)
         H[np.diag_indices(p)] += reg
         h_eval, h_evec = eigh_spd(H)
         return (h_evec / h_eval) @ (h_evec.T @ grad_of(y)), 1
@@ -107,7 +108,7 @@ def _fit_glm(
     for it in range(1, max_iter + 1):
         r, c = family.derivatives(augmented(w), y)
         g = grad_of(r) + reg * w
-        H = _weighted_gram(X, omega * c, fit_intercept, _default_chunk(X.shape[1]))
+        H = _weighted_gram(X, omega * c, fit_intercept, chunk)
         H[np.diag_indices(p)] += reg
         h_eval, h_evec = eigh_spd(H)
         step = (h_evec / h_eval) @ (h_evec.T @ g)

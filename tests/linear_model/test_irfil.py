@@ -8,6 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 from numpy.testing import assert_allclose, assert_array_equal
+from scipy.special import expit
 from sklearn.datasets import load_digits, make_classification
 from sklearn.decomposition import PCA
 from sklearn.exceptions import ConvergenceWarning
@@ -32,17 +33,19 @@ PLAIN = {
 }
 
 
+def _targets(cls, margin, rng):
+    """Noisy linear targets, or Bernoulli(sigmoid(margin)) labels."""
+    if cls is IRFILRegressor:
+        return margin + 0.3 * rng.standard_normal(margin.shape[0])
+    return (rng.uniform(size=margin.shape[0]) < expit(margin)).astype(float)
+
+
 def _data(cls, n=60, d=4, seed=0):
     """A small problem whose examples leak unequally."""
     rng = np.random.default_rng(seed)
     X = rng.standard_normal((n, d)) * np.linspace(0.5, 2.0, d)
     X /= np.linalg.norm(X, axis=1).max()
-    margin = X @ rng.standard_normal(d) * 3.0
-    if cls is IRFILRegressor:
-        y = margin + 0.3 * rng.standard_normal(n)
-    else:
-        y = (rng.uniform(size=n) < 1.0 / (1.0 + np.exp(-margin))).astype(float)
-    return X, y
+    return X, _targets(cls, X @ rng.standard_normal(d) * 3.0, rng)
 
 
 def _onehot_data(cls, n=90, seed=1):
@@ -51,11 +54,7 @@ def _onehot_data(cls, n=90, seed=1):
     level = rng.integers(0, 3, size=n)
     X = np.column_stack([rng.standard_normal((n, 2)), np.eye(3)[level]])
     margin = X[:, 0] - 0.5 * X[:, 1] + np.array([-0.5, 0.2, 0.8])[level]
-    if cls is IRFILRegressor:
-        y = margin + 0.3 * rng.standard_normal(n)
-    else:
-        y = (rng.uniform(size=n) < 1.0 / (1.0 + np.exp(-margin))).astype(float)
-    return X, y
+    return X, _targets(cls, margin, rng)
 
 
 def _cv(eta):
