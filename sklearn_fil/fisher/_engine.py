@@ -83,14 +83,6 @@ class FisherInformationLoss:
     n_private: int
 
 
-def _augment_matmul(X, M, intercept_row):
-    """``[X, 1] @ M`` without forming ``[X, 1]``."""
-    out = X @ M[: X.shape[1]]
-    if intercept_row:
-        out += M[-1]
-    return out
-
-
 def _weighted_gram(X, weights, has_intercept, chunk):
     """``X~^T diag(weights) X~`` for ``X~ = [X, 1]`` (weights >= 0), chunked."""
     n, d = X.shape
@@ -107,6 +99,11 @@ def _weighted_gram(X, weights, has_intercept, chunk):
             gram[d, :d] += col
             gram[d, d] += weights[sl].sum()
     return gram
+
+
+def _matmul_into(A, M, out):
+    """``A @ M`` written into the first ``len(A)`` rows of a reused buffer."""
+    return np.matmul(A, M, out=out[: A.shape[0]])
 
 
 def _augment_rmatvec(X, v, has_intercept):
@@ -373,9 +370,9 @@ def fisher_information_loss(
     grad = _augment_rmatvec(X, omega * r, has_b) + reg * w
     # the size of the terms that cancel in the gradient at a minimiser
     r_scale = omega * family.residual_scale(margin, y)
-    grad_scale = np.zeros(p)
-    for sl in gen_batches(n, chunk):  # |X|^T r_scale without an n x d copy of |X|
-        grad_scale += _augment_rmatvec(np.abs(X[sl]), r_scale[sl], has_b)
+    grad_scale = kernels.abs_rmatvec(X, r_scale)
+    if has_b:
+        grad_scale = np.append(grad_scale, r_scale.sum())
     grad_scale += np.abs(reg * w)
     rel_grad = np.linalg.norm(grad) / max(
         np.linalg.norm(grad_scale), np.finfo(float).tiny
@@ -430,8 +427,12 @@ def fisher_information_loss(
         attributes.append("label")
     grp_data = _group_rotations(onehot, H_inv2, w)
 
-    # Per-example pass, chunk by chunk: one GEMM and one numba kernel.
+    # Per-example pass, chunk by chunk: one GEMM into a reused buffer (fresh
+    # pages would cost a page fault each) and one numba kernel, which adds the
+    # intercept row of the rotation itself.
     rot = np.hstack([Phi, H_inv2[:, :d]])
+    offset = rot[d] if has_b else np.zeros(p + d)
+    Z = np.empty((min(chunk, n), p + d))
     n_attr = len(attributes)
     inv_sigma = 1.0 / sigma
     fil = np.empty(n)
@@ -439,10 +440,12 @@ def fisher_information_loss(
     attribute_fil = np.empty((n, n_attr))
     w_feat = np.ascontiguousarray(w[:d])
     for sl in gen_batches(n, chunk):
-        Z = _augment_matmul(X[sl], rot, has_b)
+        Zc = _matmul_into(X[sl], rot[:d], Z)
         kernels.per_example_fil(
-            Z[:, :p],
-            Z[:, p:],
+            Zc[:, :p],
+            Zc[:, p:],
+            offset[:p],
+            offset[p:],
             r[sl],
             c[sl],
             omega2[sl],

@@ -151,7 +151,13 @@ def top_eigenvalue(gamma, r2, y1, y2, beta, rho, a, b):
     return mu
 
 
-@numba.njit(cache=True, nogil=True)
+# ``error_model="numpy"`` drops the division-by-zero branch and ``reassoc``
+# lets the six sums be split across SIMD lanes: together they vectorise the
+# pole sum, the innermost loop of the engine (about 1.7x faster). Reordering
+# the sums moves the result by a few ulps, far inside the tested 1e-8.
+@numba.njit(
+    cache=True, nogil=True, error_model="numpy", fastmath={"reassoc", "contract"}
+)
 def _tau_scaled(mu, d1, a1, b1, gamma, r2, a, b):
     """Value and derivative of the root function ``tau`` at ``mu``.
 
@@ -219,6 +225,8 @@ def _tau_scaled(mu, d1, a1, b1, gamma, r2, a, b):
 def per_example_fil(
     YU,
     G,
+    yu_off,
+    g_off,
     r,
     c,
     omega2,
@@ -252,6 +260,10 @@ def per_example_fil(
         coordinates).
     G : ndarray of shape (b, d)
         Rows ``(H^{-2} x_i)`` restricted to the feature coordinates.
+    yu_off, g_off : ndarray of shape (p,) and (d,)
+        Added to every row of ``YU`` and ``G``: the intercept's contribution
+        ``x_i = [x_i, 1]``, so that no pass over the chunk adds it (zeros
+        without an intercept).
     r, c, omega2 : ndarray of shape (b,)
         Residual ``dl/dm``, curvature ``d2l/dm2`` and squared sample weight.
     gamma : ndarray of shape (p,)
@@ -294,7 +306,9 @@ def per_example_fil(
     for i in numba.prange(n):
         work_a = np.empty(p)
         work_b = np.empty(p)
-        yu = YU[i]
+        yu = np.empty(p)
+        for k in range(p):
+            yu[k] = YU[i, k] + yu_off[k]
         ri = r[i]
         ci = c[i]
         a = 0.0
@@ -309,7 +323,9 @@ def per_example_fil(
         fil[i] = np.sqrt(max(omega2[i] * lam, 0.0)) * inv_sigma
         trace = omega2[i] * (r2 * trace_k + beta * a + 2.0 * rho * uv)
         dfil[i] = np.sqrt(max(trace * inv_k, 0.0)) * inv_sigma
-        gi = G[i]
+        gi = np.empty(d)
+        for j in range(d):
+            gi[j] = G[i, j] + g_off[j]
         for j in range(d):
             col = feat_col[j]
             if col >= 0:
@@ -345,3 +361,34 @@ def per_example_fil(
                 attr[i, grp_col[g]] = np.sqrt(max(omega2[i] * lam_g, 0.0)) * inv_sigma
         if label_col >= 0:
             attr[i, label_col] = np.sqrt(max(omega2[i] * a, 0.0)) * inv_sigma
+
+
+@numba.njit(cache=True, nogil=True, parallel=True)
+def abs_rmatvec(X, v):
+    """``|X|^T |v|`` without an ``n x d`` copy of ``|X|``.
+
+    Parameters
+    ----------
+    X : ndarray of shape (n, d)
+        Matrix, fastest C-contiguous (rows are read in order).
+    v : ndarray of shape (n,)
+        Vector.
+
+    Returns
+    -------
+    out : ndarray of shape (d,)
+    """
+    n, d = X.shape
+    n_blocks = min(n, 64)
+    partial = np.zeros((n_blocks, d))
+    for blk in numba.prange(n_blocks):
+        acc = partial[blk]
+        for i in range(blk * n // n_blocks, (blk + 1) * n // n_blocks):
+            vi = abs(v[i])
+            for j in range(d):
+                acc[j] += abs(X[i, j]) * vi
+    out = np.zeros(d)
+    for blk in range(n_blocks):
+        for j in range(d):
+            out[j] += partial[blk, j]
+    return out
