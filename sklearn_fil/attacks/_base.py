@@ -1,0 +1,219 @@
+"""What every attack on a released GLM needs: the training recipe and the data.
+
+An attack reads the target model only through its public, publishable state:
+the released ``coef_`` and ``intercept_``, ``classes_``, the feature names and
+the constructor parameters (the training recipe, which the white-box threat
+model hands to the adversary). :func:`target_glm` extracts that state from a
+fitted or :meth:`released <sklearn_fil.OutputPerturbedLinearRegression.release>`
+estimator and refuses every other model with a :class:`TypeError`.
+"""
+
+# Authors: The sklearn-fil developers
+# SPDX-License-Identifier: BSD-3-Clause
+
+from dataclasses import dataclass
+from numbers import Integral
+
+import numpy as np
+from sklearn.utils.validation import check_is_fitted
+
+from sklearn_fil.fisher._losses import LOSSES
+from sklearn_fil.linear_model import (
+    IRFILClassifier,
+    IRFILRegressor,
+    OutputPerturbedLinearRegression,
+    OutputPerturbedLogisticRegression,
+)
+
+_SUPPORTED = (OutputPerturbedLinearRegression, OutputPerturbedLogisticRegression)
+
+
+@dataclass(frozen=True)
+class GLMRecipe:
+    """The released weights of a GLM and how they were trained.
+
+    The objective is ``sum_i l(w^T [x_i, 1], y_i) + (n lam / 2) ||w||^2``
+    (the intercept unpenalised unless ``penalize_intercept``), on rows clipped
+    to ``data_norm`` when it is set.
+
+    Attributes
+    ----------
+    loss : {"squared", "logistic"}
+        Loss family.
+    lam : float
+        L2 strength (penalty ``n lam / 2``).
+    fit_intercept, penalize_intercept : bool
+        Whether there is an intercept, and whether it is penalised.
+    data_norm : float or None
+        Rows were clipped to this L2 norm before training.
+    classes : ndarray or None
+        The two classes of a classifier (``classes[1]`` is encoded as 1).
+    coef : ndarray of shape (n_features,)
+        Released coefficients.
+    intercept : float
+        Released intercept (0 without one).
+    """
+
+    loss: str
+    lam: float
+    fit_intercept: bool
+    penalize_intercept: bool
+    data_norm: float | None
+    classes: np.ndarray | None
+    coef: np.ndarray
+    intercept: float
+
+    @property
+    def weights(self):
+        """The released parameter vector ``[coef, intercept]`` (no intercept: coef)."""
+        if self.fit_intercept:
+            return np.append(self.coef, self.intercept)
+        return self.coef.copy()
+
+    @property
+    def family(self):
+        """The loss family of :mod:`sklearn_fil.fisher._losses`."""
+        return LOSSES[self.loss]
+
+    def penalty(self, n):
+        """Diagonal of the penalty's Hessian for ``n`` training examples."""
+        reg = np.full(self.coef.size + self.fit_intercept, n * self.lam)
+        if self.fit_intercept and not self.penalize_intercept:
+            reg[-1] = 0.0
+        return reg
+
+    def clip(self, X):
+        """Rows as the training procedure saw them (clipped to ``data_norm``)."""
+        if self.data_norm is None:
+            return X
+        norms = np.linalg.norm(X, axis=1)
+        return X * np.minimum(1.0, self.data_norm / np.maximum(norms, 1e-300))[:, None]
+
+    def encode(self, y):
+        """Targets as the loss sees them: floats, or 0/1 against ``classes``."""
+        y = np.asarray(y)
+        if self.classes is None:
+            return y.astype(np.float64)
+        unknown = ~np.isin(y, self.classes)
+        if unknown.any():
+            raise ValueError(
+                f"y has labels {np.unique(y[unknown])[:5].tolist()} that are not "
+                f"classes of the target model {self.classes.tolist()}."
+            )
+        return (y == self.classes[1]).astype(np.float64)
+
+    def augment(self, X):
+        """``[X, 1]`` when the model has an intercept, else ``X``."""
+        if self.fit_intercept:
+            return np.hstack([X, np.ones((X.shape[0], 1))])
+        return X
+
+
+def target_glm(model, attack):
+    """The :class:`GLMRecipe` of a fitted or released output-perturbed GLM.
+
+    Parameters
+    ----------
+    model : estimator
+        A fitted (or released) :class:`~sklearn_fil.OutputPerturbedLinearRegression`
+        or :class:`~sklearn_fil.OutputPerturbedLogisticRegression`.
+    attack : str
+        Name of the attack, for the error messages.
+
+    Returns
+    -------
+    recipe : GLMRecipe
+        Released weights and training recipe.
+
+    Raises
+    ------
+    TypeError
+        For any other model: the attack re-runs the training procedure, which
+        it knows only for these two. IRFIL models are refused too: their
+        example weights depend on all the data and are not released.
+    """
+    if isinstance(model, IRFILRegressor | IRFILClassifier) or not isinstance(
+        model, _SUPPORTED
+    ):
+        raise TypeError(
+            f"{attack} attacks OutputPerturbedLinearRegression and "
+            "OutputPerturbedLogisticRegression models (fitted or released), whose "
+            f"training procedure it can re-run; got {type(model).__name__}."
+            + (
+                " IRFIL trains with data-dependent example weights that are not "
+                "released, so the adversary cannot re-run it."
+                if isinstance(model, IRFILRegressor | IRFILClassifier)
+                else ""
+            )
+        )
+    check_is_fitted(model, "coef_")
+    logistic = isinstance(model, OutputPerturbedLogisticRegression)
+    return GLMRecipe(
+        loss="logistic" if logistic else "squared",
+        lam=float(model.lam),
+        fit_intercept=bool(model.fit_intercept),
+        penalize_intercept=bool(model.penalize_intercept),
+        data_norm=model.data_norm if logistic else None,
+        classes=np.asarray(model.classes_) if logistic else None,
+        coef=np.asarray(model.coef_, dtype=np.float64).copy(),
+        intercept=float(model.intercept_),
+    )
+
+
+def resolve_attribute(attribute, model, n_features):
+    """Columns and display name of the attacked attribute.
+
+    Parameters
+    ----------
+    attribute : int, str or list
+        A column index, a feature name (``model.feature_names_in_``), the
+        name of one of ``model.onehot_groups``, or a list of columns (indices
+        or names) forming a one-hot group.
+    model : estimator
+        The target model (for feature names and one-hot groups).
+    n_features : int
+        Number of features.
+
+    Returns
+    -------
+    cols : ndarray of int
+        Column indices (one, or the levels of a one-hot group).
+    name : str
+        Name used in reports.
+
+    Raises
+    ------
+    ValueError
+        When the attribute is not a feature of the data.
+    """
+    names = list(getattr(model, "feature_names_in_", []))
+    groups = getattr(model, "onehot_groups", None) or {}
+
+    def column(key):
+        if isinstance(key, Integral | np.integer) and not isinstance(key, bool):
+            if not 0 <= key < n_features:
+                raise ValueError(f"attribute index {key} is outside [0, {n_features}).")
+            return int(key)
+        if isinstance(key, str) and key in names:
+            return names.index(key)
+        shown = ", ".join(names[:10]) + (", ..." if len(names) > 10 else "")
+        raise ValueError(
+            f"attribute {key!r} is not a feature of the data"
+            + (f" (features: {shown})." if names else " (the model has no names).")
+        )
+
+    if isinstance(attribute, str) and attribute in groups and attribute not in names:
+        cols = [column(c) for c in groups[attribute]]
+        name = attribute
+    elif isinstance(attribute, list | tuple | np.ndarray):
+        cols = [column(c) for c in attribute]
+        if len(cols) < 2 or len(set(cols)) != len(cols):
+            raise ValueError(
+                "A list attribute is a one-hot group: at least two distinct "
+                f"columns; got {list(attribute)!r}."
+            )
+        name = "|".join(names[c] if names else f"x{c}" for c in cols)
+    else:
+        cols = [column(attribute)]
+        name = names[cols[0]] if names else f"x{cols[0]}"
+    return np.asarray(cols, dtype=np.int64), name
