@@ -8,6 +8,7 @@ import pytest
 from numpydoc.validate import validate
 
 import sklearn_fil
+import sklearn_fil.attacks
 
 # Parameters documented, in order, with types and descriptions; returns
 # documented; a one-line summary; every public object has a docstring.
@@ -18,16 +19,19 @@ ALLOWED = {"sklearn_fil.fisher.FisherInformationLoss": {"PR01"}}
 
 def _public_objects():
     names = []
-    for name in sklearn_fil.__all__:
-        obj = getattr(sklearn_fil, name)
+    exported = [(sklearn_fil, name) for name in sklearn_fil.__all__]
+    for module in (sklearn_fil.fisher, sklearn_fil.accounting, sklearn_fil.attacks):
+        exported += [(module, name) for name in module.__all__]
+    for module, name in exported:
+        obj = getattr(module, name)
+        if inspect.ismodule(obj) or isinstance(obj, str):
+            continue
+        names.append(f"{module.__name__}.{name}")
         if not inspect.isclass(obj):
             continue
-        names.append(f"sklearn_fil.{name}")
         for attr, member in inspect.getmembers(obj, inspect.isfunction):
             if not attr.startswith("_") and member.__module__.startswith("sklearn_fil"):
-                names.append(f"sklearn_fil.{name}.{attr}")
-    for module in (sklearn_fil.fisher, sklearn_fil.accounting):
-        names += [f"{module.__name__}.{name}" for name in module.__all__]
+                names.append(f"{module.__name__}.{name}.{attr}")
     return names
 
 

@@ -1,0 +1,534 @@
+"""Loss-threshold membership inference (Yeom et al., 2018) with epsilon lower bounds.
+
+The attack guesses that an example was in the training set of a model when the
+model's loss on it is at most a threshold. Its membership advantage ``TPR - FPR``
+lower-bounds the epsilon of any (epsilon, delta)-DP guarantee the training
+procedure could have: the private helpers below convert in both directions.
+"""
+
+# Authors: The sklearn-fil developers
+# SPDX-License-Identifier: BSD-3-Clause
+
+import math
+from numbers import Integral, Real
+from typing import ClassVar
+
+import numpy as np
+import pandas as pd
+from scipy.stats import beta
+from sklearn.base import BaseEstimator, is_classifier, is_regressor
+from sklearn.model_selection import train_test_split
+from sklearn.utils.validation import check_consistent_length, check_is_fitted
+
+from sklearn_fil.utils._sklearn_compat import Interval, StrOptions, _fit_context
+
+# Smallest probability in the log loss: -log(1e-300) ~ 690.8 keeps losses finite.
+_MIN_PROBA = 1e-300
+# Joint confidence of ``epsilon_lower_bound_ci_``; each Clopper-Pearson bound is
+# taken at level 1 - (1 - _CONFIDENCE) / 2, so both hold at once (Bonferroni).
+_CONFIDENCE = 0.95
+_REPORT_COLUMNS = [
+    "n_members",
+    "n_nonmembers",
+    "tpr",
+    "fpr",
+    "advantage",
+    "epsilon_lower_bound",
+]
+
+
+def _max_advantage(epsilon, delta):
+    """Largest membership advantage of an (epsilon, delta)-DP mechanism.
+
+    ``(e^epsilon - 1 + 2 delta) / (e^epsilon + 1)``, written as ``1 - 2 (1 -
+    delta) / (e^epsilon + 1)`` so that ``epsilon = inf`` gives 1.
+    """
+    return min(1.0, 1.0 - 2.0 * (1.0 - delta) / (math.exp(min(epsilon, 700.0)) + 1.0))
+
+
+def _log_ratio(numerator, denominator):
+    """``log(numerator / denominator)``; -inf when nothing positive is implied."""
+    if numerator <= 0.0:
+        return -math.inf
+    if denominator <= 0.0:
+        return math.inf
+    return math.log(numerator / denominator)
+
+
+def _implied_epsilon(tpr, fpr, delta):
+    """Smallest epsilon for which (epsilon, delta)-DP allows the rates ``tpr, fpr``.
+
+    ``max(log((tpr - delta) / fpr), log((1 - fpr - delta) / (1 - tpr)), 0)``,
+    with ``log(x / 0) = inf`` for ``x > 0``.
+    """
+    return max(
+        _log_ratio(tpr - delta, fpr),
+        _log_ratio(1.0 - fpr - delta, 1.0 - tpr),
+        0.0,
+    )
+
+
+def _clopper_pearson(k, n, alpha):
+    """One-sided ``1 - alpha`` Clopper-Pearson lower and upper bounds of ``k / n``."""
+    lower = 0.0 if k == 0 else float(beta.ppf(alpha, k, n - k + 1))
+    upper = 1.0 if k == n else float(beta.ppf(1.0 - alpha, k + 1, n - k))
+    return lower, upper
+
+
+def _epsilon_ci(tp, n_members, fp, n_nonmembers, delta, confidence=_CONFIDENCE):
+    """Lower confidence bound on the epsilon implied by the counts ``tp``, ``fp``.
+
+    The implied epsilon increases with the TPR and decreases with the FPR, so it
+    is evaluated at the Clopper-Pearson lower bound of the TPR and upper bound of
+    the FPR, each at level ``1 - (1 - confidence) / 2``.
+    """
+    alpha = (1.0 - confidence) / 2.0
+    tpr_low, _ = _clopper_pearson(tp, n_members, alpha)
+    _, fpr_high = _clopper_pearson(fp, n_nonmembers, alpha)
+    return _implied_epsilon(tpr_low, fpr_high, delta)
+
+
+def _best_threshold(loss, member):
+    """Loss value ``t`` maximising ``TPR - FPR`` of the rule ``loss <= t``.
+
+    Every distinct loss is a candidate; ties go to the smallest threshold. One
+    sort and two cumulative sums: O(n log n). The advantage is compared as the
+    integer ``TP n_nonmembers - FP n_members`` so that ties are exact.
+    """
+    order = np.argsort(loss, kind="stable")
+    sorted_loss = loss[order]
+    sorted_member = member[order]
+    tp = np.cumsum(sorted_member, dtype=np.int64)
+    fp = np.cumsum(~sorted_member, dtype=np.int64)
+    # the rule "loss <= t" keeps a whole run of equal losses: its last index
+    last = np.flatnonzero(np.append(sorted_loss[1:] != sorted_loss[:-1], True))
+    n_members = int(tp[-1])
+    n_nonmembers = int(fp[-1])
+    score = tp[last] * n_nonmembers - fp[last] * n_members
+    return float(sorted_loss[last[np.argmax(score)]])
+
+
+def _membership_array(membership, n_samples=None):
+    """``membership`` as a boolean array, checked to hold only 0/1 values."""
+    membership = np.asarray(membership)
+    if membership.ndim != 1:
+        raise ValueError(
+            f"membership must be a 1d array, got an array of shape {membership.shape}."
+        )
+    if membership.dtype != np.bool_:
+        if membership.dtype.kind not in "iuf" or not np.isin(membership, [0, 1]).all():
+            raise ValueError(
+                "membership must hold only 0/1 (or False/True) values, 1 for rows "
+                "in the model's training set."
+            )
+        membership = membership == 1
+    return membership
+
+
+def _loss_kind(model):
+    """``"log"`` (classifier, ``predict_proba``) or ``"squared"`` (``predict``)."""
+    try:
+        classifier, regressor = is_classifier(model), is_regressor(model)
+    except AttributeError:  # not an sklearn estimator: decide by its methods
+        classifier = regressor = False
+    has_proba = hasattr(model, "predict_proba")
+    if classifier or (not regressor and has_proba):
+        if not has_proba:
+            raise TypeError(
+                "The log loss of a classifier needs predict_proba, which "
+                f"{type(model).__name__} does not provide (e.g. use "
+                "SVC(probability=True) or wrap it in CalibratedClassifierCV)."
+            )
+        return "log"
+    if hasattr(model, "predict"):
+        return "squared"
+    raise TypeError(
+        "model must be a fitted classifier with predict_proba (for the log loss) "
+        f"or a regressor with predict (for the squared error); {type(model).__name__} "
+        "has neither."
+    )
+
+
+def _per_example_loss(model, kind, X, y):
+    """Log loss ``-log p(y | x)`` or squared error ``(predict(x) - y)^2``."""
+    y = np.asarray(y)
+    if y.ndim != 1:
+        raise ValueError(f"y must be a 1d array, got an array of shape {y.shape}.")
+    if kind == "log":
+        classes = np.asarray(model.classes_)
+        if classes.ndim != 1:
+            raise ValueError("Multi-output classifiers are not supported.")
+        unknown = ~np.isin(y, classes)
+        if unknown.any():
+            raise ValueError(
+                f"y has labels {np.unique(y[unknown])[:5].tolist()} that are not "
+                f"classes of the model {classes.tolist()}."
+            )
+        sorter = np.argsort(classes)
+        column = sorter[np.searchsorted(classes, y, sorter=sorter)]
+        proba = np.asarray(model.predict_proba(X), dtype=np.float64)
+        if proba.shape != (y.shape[0], classes.shape[0]):
+            raise ValueError(
+                f"predict_proba returned shape {proba.shape}, expected "
+                f"{(y.shape[0], classes.shape[0])}."
+            )
+        p = np.clip(proba[np.arange(y.shape[0]), column], _MIN_PROBA, 1.0)
+        loss = 0.0 - np.log(p)  # not -0.0 where p = 1
+    else:
+        if y.dtype.kind not in "biuf":
+            raise ValueError(f"y must be numeric for a regressor, got dtype {y.dtype}.")
+        y = y.astype(np.float64)
+        pred = np.asarray(model.predict(X), dtype=np.float64)
+        if pred.ndim == 2 and pred.shape[1] == 1:
+            pred = pred[:, 0]
+        if pred.shape != y.shape:
+            raise ValueError(
+                f"predict returned shape {pred.shape}, expected {y.shape} (only "
+                "single-output regressors are supported)."
+            )
+        loss = (pred - y) ** 2
+    if not np.isfinite(loss).all():
+        raise ValueError(
+            "The per-example loss is not finite for some rows (NaN or infinite "
+            "targets or predictions)."
+        )
+    return loss
+
+
+def _rates(predicted, member, delta):
+    """Counts, rates, advantage and implied epsilon of one set of rows."""
+    n_members = int(member.sum())
+    n_nonmembers = int(member.size - n_members)
+    tpr = predicted[member].mean() if n_members else math.nan
+    fpr = predicted[~member].mean() if n_nonmembers else math.nan
+    both = n_members and n_nonmembers
+    return {
+        "n_members": n_members,
+        "n_nonmembers": n_nonmembers,
+        "tpr": float(tpr),
+        "fpr": float(fpr),
+        "advantage": float(tpr - fpr),
+        "epsilon_lower_bound": _implied_epsilon(tpr, fpr, delta) if both else math.nan,
+    }
+
+
+class LossThresholdMembershipInference(BaseEstimator):
+    """Loss-threshold membership inference attack (Yeom et al., 2018).
+
+    Predicts that a row ``(x, y)`` was in the training set of ``model`` when
+    the model's loss on it is at most a threshold: the log loss ``-log p(y |
+    x)`` from ``predict_proba`` for a classifier (probabilities clipped to
+    ``[1e-300, 1]``), the squared error ``(predict(x) - y)^2`` for a
+    regressor. :meth:`fit` splits rows of known membership into two halves,
+    stratified by membership; on the first it chooses the threshold that
+    maximises the membership advantage ``TPR - FPR`` (every distinct loss is a
+    candidate, ties go to the smallest), on the held-out half it measures the
+    attack.
+
+    If the training procedure is (epsilon, delta)-DP, then for a balanced
+    membership prior ``TPR <= e^epsilon FPR + delta`` and ``1 - FPR <=
+    e^epsilon (1 - TPR) + delta``, so the advantage is at most ``(e^epsilon -
+    1 + 2 delta) / (e^epsilon + 1)``. Conversely the held-out rates imply
+    ``epsilon >= max(log((TPR - delta) / FPR), log((1 - FPR - delta) / (1 -
+    TPR)))``, reported as ``epsilon_lower_bound_`` (0 when nothing positive is
+    implied, ``inf`` when a denominator is 0).
+
+    Parameters
+    ----------
+    model : estimator
+        The fitted target model: a classifier with ``classes_`` and
+        ``predict_proba``, or a regressor with ``predict``. It is used as
+        given, never refitted. :func:`~sklearn.base.clone` returns an unfitted
+        copy of it; wrap it in :class:`~sklearn.frozen.FrozenEstimator` when
+        the attack is to be cloned (e.g. by a model-selection tool).
+    threshold : "auto" or float, default="auto"
+        Loss threshold. ``"auto"`` chooses it on the first half of the rows
+        passed to :meth:`fit`; a float is used as is (the split then only
+        decides which rows are held out for evaluation).
+    test_size : float or int, default=0.5
+        Size of the held-out half, as in
+        :func:`~sklearn.model_selection.train_test_split`.
+    delta : float, default=0.0
+        The delta of the (epsilon, delta) guarantee against which the epsilon
+        lower bounds are computed, in [0, 1).
+    random_state : int, RandomState instance or None, default=None
+        Seed of the split.
+
+    Attributes
+    ----------
+    threshold_ : float
+        Loss threshold of the attack: a row is a predicted member when its
+        loss is ``<= threshold_``.
+    tpr_ : float
+        True-positive rate on the held-out half (members predicted members).
+    fpr_ : float
+        False-positive rate on the held-out half (non-members predicted
+        members).
+    advantage_ : float
+        Membership advantage ``tpr_ - fpr_`` on the held-out half.
+    epsilon_lower_bound_ : float
+        Epsilon implied by ``tpr_`` and ``fpr_`` at ``delta``: a point
+        estimate from a finite sample, not a certified bound (it carries
+        sampling error, upwards as well as downwards).
+    epsilon_lower_bound_ci_ : float
+        One-sided 95% lower confidence bound on the implied epsilon: the
+        implied epsilon at the Clopper-Pearson lower bound of the TPR and
+        upper bound of the FPR, each at level 97.5% (so both hold jointly
+        with probability at least 95%).
+    report_ : pandas.DataFrame
+        Held-out results, indexed by ``group``: a row ``"all"`` and, when
+        ``groups`` was given, one row per group value. Columns
+        ``n_members``, ``n_nonmembers``, ``tpr``, ``fpr``, ``advantage`` and
+        ``epsilon_lower_bound`` (NaN where a group has no held-out members or
+        no held-out non-members).
+    n_features_in_ : int
+        Number of features of ``model``, when it has ``n_features_in_``.
+    feature_names_in_ : ndarray of shape (n_features_in_,)
+        Feature names of ``model``, when it has ``feature_names_in_``.
+
+    See Also
+    --------
+    attack_report : Attack success by FIL quantile bin and by group.
+
+    Notes
+    -----
+    The confidence bound treats the held-out rows as independent draws of
+    the membership experiment: members and non-members drawn from the same
+    distribution, the model trained on the members. It is valid for the rates
+    of the attack as chosen on the first half, since the held-out half plays
+    no part in that choice. ``epsilon_lower_bound_`` is no such bound: with
+    few held-out rows it often exceeds the true epsilon.
+
+    References
+    ----------
+    Yeom, S., Giacomelli, I., Fredrikson, M. and Jha, S. "Privacy risk in
+    machine learning: analyzing the connection to overfitting." IEEE CSF 2018.
+
+    Kairouz, P., Oh, S. and Viswanath, P. "The composition theorem for
+    differential privacy." ICML 2015.
+
+    Jagielski, M., Ullman, J. and Oprea, A. "Auditing differentially private
+    machine learning: how private is private SGD?" NeurIPS 2020.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn.neighbors import KNeighborsClassifier
+    >>> from sklearn_fil.attacks import LossThresholdMembershipInference
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.normal(size=(200, 3))
+    >>> y = rng.integers(0, 2, size=200)  # labels independent of X
+    >>> member = np.arange(200) < 100
+    >>> model = KNeighborsClassifier(n_neighbors=1).fit(X[member], y[member])
+    >>> attack = LossThresholdMembershipInference(model, random_state=0)
+    >>> attack = attack.fit(X, y, member)
+    >>> attack.threshold_, attack.tpr_
+    (0.0, 1.0)
+    >>> round(attack.advantage_, 2)
+    0.46
+    >>> attack.epsilon_lower_bound_, round(attack.epsilon_lower_bound_ci_, 2)
+    (inf, 1.5)
+    >>> attack.report_.columns.tolist()
+    ['n_members', 'n_nonmembers', 'tpr', 'fpr', 'advantage', 'epsilon_lower_bound']
+    """
+
+    _parameter_constraints: ClassVar[dict] = {
+        "model": "no_validation",
+        "threshold": [
+            StrOptions({"auto"}),
+            Interval(Real, None, None, closed="neither"),
+        ],
+        "test_size": [
+            Interval(Real, 0, 1, closed="neither"),
+            Interval(Integral, 1, None, closed="left"),
+        ],
+        "delta": [Interval(Real, 0, 1, closed="left")],
+        "random_state": ["random_state"],
+    }
+
+    def __init__(
+        self, model, *, threshold="auto", test_size=0.5, delta=0.0, random_state=None
+    ):
+        self.model = model
+        self.threshold = threshold
+        self.test_size = test_size
+        self.delta = delta
+        self.random_state = random_state
+
+    @_fit_context(prefer_skip_nested_validation=False)
+    def fit(self, X, y, membership, groups=None):
+        """Choose the threshold on one half of the rows and evaluate on the other.
+
+        Parameters
+        ----------
+        X : {array-like, DataFrame} of shape (n_samples, n_features)
+            Rows, as ``model`` takes them.
+        y : array-like of shape (n_samples,)
+            Their labels (classifier) or targets (regressor).
+        membership : array-like of shape (n_samples,)
+            1 (True) for rows in the model's training set, 0 (False) for the
+            others. Each half of the split needs both.
+        groups : array-like of shape (n_samples,), default=None
+            Group of each row, for a per-group breakdown in ``report_``. The
+            value ``"all"`` is reserved.
+
+        Returns
+        -------
+        self : object
+            Fitted attack.
+
+        Raises
+        ------
+        ValueError
+            When the lengths differ, ``membership`` is not 0/1 or lacks one
+            class in a half of the split, ``groups`` contains ``"all"``, ``y``
+            has labels the model does not know or a loss is not finite.
+        TypeError
+            When ``model`` has neither ``predict_proba`` nor ``predict``.
+        sklearn.exceptions.NotFittedError
+            When ``model`` is not fitted.
+        """
+        check_consistent_length(X, y, membership, groups)
+        member = _membership_array(membership)
+        counts = np.bincount(member, minlength=2)
+        if counts.min() < 2:
+            raise ValueError(
+                "membership needs at least 2 members and 2 non-members (one of each "
+                f"in each half of the split); got {counts[1]} members and "
+                f"{counts[0]} non-members."
+            )
+        if groups is not None:
+            groups = np.asarray(groups)
+            if groups.ndim != 1:
+                raise ValueError(
+                    f"groups must be a 1d array, got an array of shape {groups.shape}."
+                )
+            if np.isin(groups.astype(object), ["all"]).any():
+                raise ValueError(
+                    'groups must not contain the value "all", which names the row '
+                    "of the report over every example."
+                )
+        kind = _loss_kind(self.model)
+        check_is_fitted(self.model)
+
+        rows = np.arange(member.size)
+        first, held_out = train_test_split(
+            rows,
+            test_size=self.test_size,
+            random_state=self.random_state,
+            stratify=member,
+        )
+        for name, half in (("first", first), ("held-out", held_out)):
+            if member[half].all() or not member[half].any():
+                raise ValueError(
+                    f"The {name} half of the split has only "
+                    f"{'members' if member[half].all() else 'non-members'}: "
+                    f"test_size={self.test_size!r} leaves too few rows of one class."
+                )
+        loss = _per_example_loss(self.model, kind, X, y)
+
+        if isinstance(self.threshold, str):
+            threshold = _best_threshold(loss[first], member[first])
+        else:
+            threshold = float(self.threshold)
+        predicted = loss[held_out] <= threshold
+        held_member = member[held_out]
+        overall = _rates(predicted, held_member, self.delta)
+        table = {"all": overall}
+        if groups is not None:
+            held_groups = groups[held_out]
+            for value in np.unique(groups):
+                mask = held_groups == value
+                key = value.item() if isinstance(value, np.generic) else value
+                table[key] = _rates(predicted[mask], held_member[mask], self.delta)
+        report = pd.DataFrame.from_dict(table, orient="index", columns=_REPORT_COLUMNS)
+        report.index.name = "group"
+
+        self.threshold_ = threshold
+        self.tpr_ = overall["tpr"]
+        self.fpr_ = overall["fpr"]
+        self.advantage_ = overall["advantage"]
+        self.epsilon_lower_bound_ = overall["epsilon_lower_bound"]
+        self.epsilon_lower_bound_ci_ = _epsilon_ci(
+            int(predicted[held_member].sum()),
+            overall["n_members"],
+            int(predicted[~held_member].sum()),
+            overall["n_nonmembers"],
+            self.delta,
+        )
+        self.report_ = report
+        for name in ("n_features_in_", "feature_names_in_"):
+            if hasattr(self.model, name):
+                setattr(self, name, getattr(self.model, name))
+        return self
+
+    def _loss(self, X, y):
+        check_is_fitted(self)
+        check_consistent_length(X, y)
+        kind = _loss_kind(self.model)
+        check_is_fitted(self.model)
+        return _per_example_loss(self.model, kind, X, y)
+
+    def decision_function(self, X, y):
+        """Membership score: minus the model's loss on each row.
+
+        Parameters
+        ----------
+        X : {array-like, DataFrame} of shape (n_samples, n_features)
+            Rows, as ``model`` takes them.
+        y : array-like of shape (n_samples,)
+            Their labels (classifier) or targets (regressor).
+
+        Returns
+        -------
+        scores : ndarray of shape (n_samples,)
+            ``-loss``; higher means more likely a member.
+        """
+        return -self._loss(X, y)
+
+    def predict(self, X, y):
+        """Predict membership: 1 where the loss is at most ``threshold_``.
+
+        Parameters
+        ----------
+        X : {array-like, DataFrame} of shape (n_samples, n_features)
+            Rows, as ``model`` takes them.
+        y : array-like of shape (n_samples,)
+            Their labels (classifier) or targets (regressor).
+
+        Returns
+        -------
+        membership : ndarray of shape (n_samples,)
+            1 for predicted members, 0 for predicted non-members.
+        """
+        return (self._loss(X, y) <= self.threshold_).astype(np.int64)
+
+    def score(self, X, y, membership):
+        """Membership advantage ``TPR - FPR`` of the attack on the given rows.
+
+        Parameters
+        ----------
+        X : {array-like, DataFrame} of shape (n_samples, n_features)
+            Rows, as ``model`` takes them.
+        y : array-like of shape (n_samples,)
+            Their labels (classifier) or targets (regressor).
+        membership : array-like of shape (n_samples,)
+            True membership, 1 (True) for members; both values must occur.
+
+        Returns
+        -------
+        advantage : float
+            True-positive rate minus false-positive rate, in [-1, 1].
+
+        Raises
+        ------
+        ValueError
+            When the lengths differ or ``membership`` is not 0/1 with both
+            values present.
+        """
+        check_consistent_length(X, y, membership)
+        member = _membership_array(membership)
+        if member.all() or not member.any():
+            raise ValueError("membership must contain both members and non-members.")
+        predicted = self.predict(X, y).astype(bool)
+        return float(predicted[member].mean() - predicted[~member].mean())

@@ -1,0 +1,486 @@
+# Authors: The sklearn-fil developers
+# SPDX-License-Identifier: BSD-3-Clause
+"""Loss-threshold membership inference and the FIL-binned attack report."""
+
+import math
+from fractions import Fraction
+
+import numpy as np
+import pandas as pd
+import pytest
+from numpy.testing import assert_allclose, assert_array_equal
+from scipy.stats import binomtest
+from sklearn.base import clone
+from sklearn.dummy import DummyRegressor
+from sklearn.exceptions import NotFittedError
+from sklearn.frozen import FrozenEstimator
+from sklearn.linear_model import LogisticRegression
+from sklearn.model_selection import train_test_split
+from sklearn.neighbors import KNeighborsRegressor
+from sklearn.preprocessing import StandardScaler
+from sklearn.svm import SVC
+from sklearn.tree import DecisionTreeClassifier
+
+from sklearn_fil import OutputPerturbedLogisticRegression
+from sklearn_fil.attacks import LossThresholdMembershipInference, attack_report
+from sklearn_fil.attacks._membership import (
+    _best_threshold,
+    _implied_epsilon,
+    _max_advantage,
+)
+
+
+def _halves(membership, test_size=0.5, random_state=0):
+    """Rows of the first and held-out halves, split as the attack does."""
+    rows = np.arange(len(membership))
+    return train_test_split(
+        rows, test_size=test_size, random_state=random_state, stratify=membership
+    )
+
+
+def _brute_force_threshold(loss, member):
+    """First (smallest) distinct loss maximising TPR - FPR, in exact arithmetic."""
+    best_t, best_adv = None, None
+    n_m, n_nm = int(member.sum()), int((~member).sum())
+    for t in np.unique(loss):
+        pred = loss <= t
+        adv = Fraction(int(pred[member].sum()), n_m) - Fraction(
+            int(pred[~member].sum()), n_nm
+        )
+        if best_adv is None or adv > best_adv:
+            best_t, best_adv = t, adv
+    return float(best_t), best_adv
+
+
+def _random_labels(n, d, seed):
+    """Gaussian features with labels independent of them."""
+    rng = np.random.default_rng(seed)
+    return rng.normal(size=(n, d)), rng.integers(0, 2, size=n)
+
+
+# -- threshold choice --------------------------------------------------------
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+@pytest.mark.parametrize("ties", [True, False])
+def test_threshold_is_the_brute_force_optimum(seed, ties):
+    # A constant-zero regressor makes the loss y^2: any losses can be set.
+    rng = np.random.default_rng(seed)
+    n = 120
+    y = rng.integers(0, 8, size=n).astype(float) if ties else rng.normal(size=n)
+    # members tend to have small |y| (small loss), so the optimum is non-trivial
+    member = rng.random(n) < 1.0 / (1.0 + np.abs(y))
+    member[:2], member[2:4] = True, False
+    X = np.zeros((n, 1))
+    model = DummyRegressor(strategy="constant", constant=0.0).fit(X, y)
+    attack = LossThresholdMembershipInference(model, random_state=seed)
+    attack.fit(X, y, member)
+
+    first, held = _halves(member, random_state=seed)
+    loss = y**2
+    best_t, best_adv = _brute_force_threshold(loss[first], member[first])
+    assert attack.threshold_ == best_t
+    assert best_adv >= 0
+
+    pred = loss[held] <= best_t
+    tpr = pred[member[held]].mean()
+    fpr = pred[~member[held]].mean()
+    assert attack.tpr_ == pytest.approx(tpr, abs=1e-15)
+    assert attack.fpr_ == pytest.approx(fpr, abs=1e-15)
+    assert attack.advantage_ == pytest.approx(tpr - fpr, abs=1e-15)
+    assert attack.score(X[held], y[held], member[held]) == pytest.approx(tpr - fpr)
+
+
+def test_best_threshold_breaks_ties_towards_the_smallest():
+    # Hand case: "loss <= 1" and "loss <= 3" both reach TPR - FPR = 1/2.
+    loss = np.array([1.0, 2.0, 3.0, 4.0])
+    member = np.array([True, False, True, False])
+    assert _best_threshold(loss, member) == 1.0
+    # Small integer losses make ties between thresholds frequent.
+    rng = np.random.default_rng(12)
+    for _ in range(300):
+        n = int(rng.integers(4, 14))
+        loss = rng.integers(0, 4, size=n).astype(float)
+        member = rng.random(n) < 0.5
+        member[:2] = [True, False]
+        assert _best_threshold(loss, member) == _brute_force_threshold(loss, member)[0]
+
+
+def test_user_threshold_is_used_and_split_still_holds_out():
+    rng = np.random.default_rng(3)
+    n = 80
+    y = rng.normal(size=n)
+    member = np.arange(n) % 2 == 0
+    X = np.zeros((n, 1))
+    model = DummyRegressor(strategy="constant", constant=0.0).fit(X, y)
+    attack = LossThresholdMembershipInference(
+        model, threshold=0.5, test_size=0.25, random_state=1
+    ).fit(X, y, member)
+    _, held = _halves(member, test_size=0.25, random_state=1)
+    assert held.size == 20
+    assert attack.threshold_ == 0.5
+    pred = y[held] ** 2 <= 0.5
+    assert attack.tpr_ == pytest.approx(pred[member[held]].mean())
+    assert attack.fpr_ == pytest.approx(pred[~member[held]].mean())
+    assert attack.report_.loc["all", "n_members"] == 10
+    assert attack.report_.loc["all", "n_nonmembers"] == 10
+
+
+# -- attacks on real models --------------------------------------------------
+
+
+def test_overfitted_tree_has_large_advantage():
+    # Random labels and a fully grown tree: every member sits in a pure leaf
+    # (loss 0, TPR = 1); a non-member has loss 0 exactly when the tree's label
+    # matches its independent random label, probability 1/2. So the advantage
+    # is 1 - 1/2 with a standard error sqrt(0.25 / 100) = 0.05 for the FPR.
+    X, y = _random_labels(400, 5, seed=0)
+    member = np.arange(400) < 200
+    model = DecisionTreeClassifier(random_state=0).fit(X[member], y[member])
+    attack = LossThresholdMembershipInference(model, random_state=0).fit(X, y, member)
+    assert attack.tpr_ == 1.0
+    assert attack.advantage_ > 0.3
+    assert abs(attack.advantage_ - 0.5) <= 3 * 0.05
+
+    # the membership score is minus the log loss of the true label
+    proba = model.predict_proba(X)[np.arange(400), y]
+    expected = np.log(np.clip(proba, 1e-300, 1.0))
+    assert_allclose(attack.decision_function(X, y), expected, rtol=0, atol=1e-12)
+    assert_array_equal(attack.predict(X, y), (-expected <= attack.threshold_) * 1)
+
+
+def test_data_independent_model_has_no_advantage():
+    # The model never saw the "members": their loss has the same law as the
+    # non-members'. With a threshold fixed on the first half, the held-out
+    # advantage has mean 0 and standard error <= sqrt(0.25 (1/200 + 1/200)).
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(1200, 4))
+    y = (X @ np.array([1.0, -1.0, 0.5, 0.0]) + rng.logistic(size=1200) > 0) * 1
+    model = LogisticRegression().fit(X[:400], y[:400])
+    X, y = X[400:], y[400:]
+    member = rng.permutation(800) < 400
+    attack = LossThresholdMembershipInference(model, random_state=0).fit(X, y, member)
+    se = math.sqrt(0.25 * (1 / 200 + 1 / 200))
+    assert abs(attack.advantage_) <= 3 * se
+
+
+def test_dp_model_advantage_within_the_dp_bound():
+    rng = np.random.default_rng(2)
+    n = 400
+    X = rng.normal(size=(n, 3))
+    y = (X[:, 0] + 0.5 * rng.normal(size=n) > 0) * 1
+    X /= np.linalg.norm(X, axis=1).max()
+    member = rng.permutation(n) < n // 2
+    model = OutputPerturbedLogisticRegression(
+        sigma=0.5, lam=0.05, data_norm=1.0, penalize_intercept=True, random_state=0
+    ).fit(X[member], y[member])
+    epsilon, delta = model.epsilon_, model.delta_
+    assert epsilon is not None and delta is not None
+    assert 0.5 < epsilon < 5.0  # the bound below is informative
+    attack = LossThresholdMembershipInference(model, delta=delta, random_state=0)
+    attack.fit(X, y, member)
+    report = attack.report_.loc["all"]
+    n_m, n_nm = report["n_members"], report["n_nonmembers"]
+    tpr, fpr = attack.tpr_, attack.fpr_
+    se = math.sqrt(tpr * (1 - tpr) / n_m + fpr * (1 - fpr) / n_nm)
+    # (e^eps - 1 + 2 delta) / (e^eps + 1), written out
+    bound = (math.exp(epsilon) - 1 + 2 * delta) / (math.exp(epsilon) + 1)
+    assert attack.advantage_ <= bound + 3 * se
+    assert 0.0 <= attack.epsilon_lower_bound_ci_ <= epsilon
+
+
+def test_epsilon_ci_matches_scipy_exact_intervals():
+    # The ci is the implied epsilon at the Clopper-Pearson lower bound of the
+    # TPR and upper bound of the FPR, each one-sided 97.5%: the ends of the
+    # two-sided 95% exact interval of scipy's binomtest.
+    X, y = _random_labels(600, 2, seed=5)
+    member = np.arange(600) < 300
+    model = DecisionTreeClassifier(max_depth=6, random_state=0).fit(
+        X[member], y[member]
+    )
+    delta = 0.01
+    attack = LossThresholdMembershipInference(model, delta=delta, random_state=0)
+    attack.fit(X, y, member)
+    row = attack.report_.loc["all"]
+    n_m, n_nm = int(row["n_members"]), int(row["n_nonmembers"])
+    tp, fp = round(attack.tpr_ * n_m), round(attack.fpr_ * n_nm)
+    assert 0 < tp < n_m and 0 < fp < n_nm  # interior counts, not the closed forms
+    tpr_low = binomtest(tp, n_m).proportion_ci(0.95, method="exact").low
+    fpr_high = binomtest(fp, n_nm).proportion_ci(0.95, method="exact").high
+    expected = max(
+        math.log((tpr_low - delta) / fpr_high),
+        math.log((1 - fpr_high - delta) / (1 - tpr_low)),
+        0.0,
+    )
+    assert attack.epsilon_lower_bound_ci_ == pytest.approx(expected, rel=1e-9)
+    assert attack.epsilon_lower_bound_ci_ <= attack.epsilon_lower_bound_
+
+
+def test_regressor_squared_error_and_perfect_attack_ci():
+    # 1-NN regression memorises continuous targets: members have loss 0 and
+    # non-members a positive loss, so TPR = 1, FPR = 0 and the implied epsilon
+    # is infinite. The Clopper-Pearson bounds are then closed-form: the TPR is
+    # >= c = 0.025^(1/m), the FPR <= 1 - c, so the ci is log(c / (1 - c)).
+    rng = np.random.default_rng(4)
+    X = rng.normal(size=(200, 3))
+    y = rng.normal(size=200)
+    member = np.arange(200) < 100
+    model = KNeighborsRegressor(n_neighbors=1).fit(X[member], y[member])
+    attack = LossThresholdMembershipInference(model, random_state=0).fit(X, y, member)
+    assert attack.threshold_ == 0.0
+    assert (attack.tpr_, attack.fpr_, attack.advantage_) == (1.0, 0.0, 1.0)
+    assert attack.epsilon_lower_bound_ == math.inf
+    c = 0.025 ** (1 / 50)
+    assert attack.epsilon_lower_bound_ci_ == pytest.approx(math.log(c / (1 - c)))
+    assert_allclose(
+        attack.decision_function(X, y), -((model.predict(X) - y) ** 2), atol=1e-15
+    )
+    assert attack.n_features_in_ == 3
+
+
+def test_report_groups_are_the_held_out_rows_of_each_group():
+    X, y = _random_labels(300, 4, seed=6)
+    member = np.arange(300) % 3 != 0
+    groups = np.array(["a", "b", "c"])[np.random.default_rng(6).integers(0, 3, 300)]
+    model = DecisionTreeClassifier(max_depth=4, random_state=0).fit(
+        X[member], y[member]
+    )
+    attack = LossThresholdMembershipInference(model, random_state=2)
+    attack.fit(X, y, member, groups=groups)
+    report = attack.report_
+    assert list(report.index) == ["all", "a", "b", "c"]
+    assert report.index.name == "group"
+    _, held = _halves(member, random_state=2)
+    pred = -attack.decision_function(X[held], y[held]) <= attack.threshold_
+    for g in "abc":
+        m = member[held] & (groups[held] == g)
+        nm = ~member[held] & (groups[held] == g)
+        assert report.loc[g, "n_members"] == m.sum()
+        assert report.loc[g, "n_nonmembers"] == nm.sum()
+        assert report.loc[g, "tpr"] == pytest.approx(pred[m].mean())
+        assert report.loc[g, "fpr"] == pytest.approx(pred[nm].mean())
+    assert (
+        report.loc[["a", "b", "c"], "n_members"].sum() == report.loc["all", "n_members"]
+    )
+    assert report.loc["all", "advantage"] == attack.advantage_
+
+
+def test_frozen_model_survives_clone():
+    X, y = _random_labels(100, 2, seed=7)
+    member = np.arange(100) < 50
+    model = DecisionTreeClassifier(random_state=0).fit(X[member], y[member])
+    attack = LossThresholdMembershipInference(FrozenEstimator(model), random_state=0)
+    fitted = clone(attack).fit(X, y, member)
+    assert fitted.tpr_ == 1.0
+
+
+# -- epsilon conversions -------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "tpr, fpr, delta, expected",
+    [
+        (0.8, 0.2, 0.0, math.log(4.0)),
+        # log(0.8 / 0.3) = 0.98 < log(0.6 / 0.1) = log 6
+        (0.9, 0.3, 0.1, math.log(6.0)),
+        (0.3, 0.5, 0.0, 0.0),  # worse than guessing: nothing implied
+        (0.5, 0.5, 0.0, 0.0),
+        (0.5, 0.0, 0.0, math.inf),
+        (1.0, 0.5, 0.0, math.inf),
+        (0.0, 0.0, 0.0, 0.0),  # log(1 / 1) from the second inequality
+        (0.05, 0.0, 0.1, 0.0),  # TPR below delta: the first ratio is void
+        (0.6, 0.2, 0.1, math.log(0.5 / 0.2)),  # log 2.5 vs log(0.7 / 0.4)
+    ],
+)
+def test_implied_epsilon_hand_values(tpr, fpr, delta, expected):
+    assert _implied_epsilon(tpr, fpr, delta) == pytest.approx(expected, rel=1e-12)
+
+
+@pytest.mark.parametrize(
+    "epsilon, delta, expected",
+    [
+        (0.0, 0.0, 0.0),
+        (math.log(3.0), 0.0, 0.5),  # (3 - 1) / (3 + 1)
+        (math.log(3.0), 0.1, 0.55),  # (3 - 1 + 0.2) / (3 + 1)
+        (0.0, 0.2, 0.2),  # (1 - 1 + 0.4) / 2
+        (math.inf, 0.0, 1.0),
+        (1000.0, 0.0, 1.0),
+    ],
+)
+def test_max_advantage_hand_values(epsilon, delta, expected):
+    assert _max_advantage(epsilon, delta) == pytest.approx(expected, rel=1e-12)
+
+
+@pytest.mark.parametrize("epsilon", [0.1, 1.0, 3.0])
+@pytest.mark.parametrize("delta", [0.0, 0.05])
+def test_conversions_meet_at_the_corner_of_the_dp_region(epsilon, delta):
+    # Both DP inequalities tight: fpr = (1 - delta) / (e + 1) and
+    # tpr = e fpr + delta; the corner implies epsilon and has the largest
+    # advantage.
+    e = math.exp(epsilon)
+    fpr = (1 - delta) / (e + 1)
+    tpr = e * fpr + delta
+    assert _implied_epsilon(tpr, fpr, delta) == pytest.approx(epsilon, rel=1e-12)
+    assert _max_advantage(epsilon, delta) == pytest.approx(tpr - fpr, rel=1e-12)
+
+
+def test_conversions_are_monotone():
+    grid = np.linspace(0.0, 1.0, 21)
+    for delta in (0.0, 0.05):
+        eps = np.array([[_implied_epsilon(t, f, delta) for f in grid] for t in grid])
+        assert (eps[1:] >= eps[:-1]).all()  # non-decreasing in TPR (inf too)
+        assert (eps[:, 1:] <= eps[:, :-1]).all()  # non-increasing in FPR
+        # TPR = 1 is infinitely implausible exactly when 1 - FPR - delta > 0
+        assert_array_equal(np.isinf(eps[-1]), 1 - grid - delta > 1e-9)
+        adv = [_max_advantage(e, delta) for e in np.linspace(0, 10, 50)]
+        assert (np.diff(adv) > 0).all()
+
+
+# -- bad input ---------------------------------------------------------------
+
+
+@pytest.fixture
+def fitted_tree():
+    X, y = _random_labels(60, 2, seed=8)
+    member = np.arange(60) < 30
+    return DecisionTreeClassifier(random_state=0).fit(X[member], y[member]), X, y
+
+
+def test_bad_membership_raises(fitted_tree):
+    model, X, y = fitted_tree
+    attack = LossThresholdMembershipInference(model, random_state=0)
+    member = np.arange(60) < 30
+    with pytest.raises(ValueError, match="inconsistent numbers of samples"):
+        attack.fit(X, y, member[:-1])
+    with pytest.raises(ValueError, match="at least 2 members and 2 non-members"):
+        attack.fit(X, y, np.ones(60, dtype=bool))
+    with pytest.raises(ValueError, match="0/1"):
+        attack.fit(X, y, member * 2)
+    with pytest.raises(ValueError, match="held-out half of the split has only"):
+        # 58 members, 2 non-members: a 2-row held-out half gets no non-member
+        LossThresholdMembershipInference(model, test_size=2).fit(
+            X, y, np.arange(60) >= 2
+        )
+    with pytest.raises(ValueError, match='"all"'):
+        attack.fit(X, y, member, groups=np.where(member, "all", "b"))
+    with pytest.raises(ValueError, match="not classes of the model"):
+        attack.fit(X, y + 5, member)
+    with pytest.raises(ValueError, match="delta"):
+        LossThresholdMembershipInference(model, delta=1.0).fit(X, y, member)
+    with pytest.raises(ValueError, match="both members and non-members"):
+        attack.fit(X, y, member).score(X, y, np.zeros(60))
+
+
+def test_bad_model_raises(fitted_tree):
+    _, X, y = fitted_tree
+    member = np.arange(60) < 30
+    scaler = StandardScaler().fit(X)
+    with pytest.raises(TypeError, match=r"predict_proba.*predict"):
+        LossThresholdMembershipInference(scaler).fit(X, y, member)
+    svc = SVC().fit(X, y)  # a classifier without predict_proba
+    with pytest.raises(TypeError, match="predict_proba"):
+        LossThresholdMembershipInference(svc).fit(X, y, member)
+    with pytest.raises(NotFittedError):
+        LossThresholdMembershipInference(DecisionTreeClassifier()).fit(X, y, member)
+    with pytest.raises(NotFittedError):
+        LossThresholdMembershipInference(fitted_tree[0]).predict(X, y)
+
+
+# -- attack_report -----------------------------------------------------------
+
+
+def test_attack_report_bins_are_equal_count_and_ordered():
+    rng = np.random.default_rng(9)
+    fil = rng.exponential(size=103)
+    success = rng.random(103) < 0.5
+    report = attack_report(fil, success, n_bins=10).loc["all"]
+    assert list(report.index) == list(range(1, 11))
+    assert set(report["n"]) <= {10, 11} and report["n"].sum() == 103
+    assert (report["fil_max"].to_numpy()[:-1] < report["fil_min"].to_numpy()[1:]).all()
+    assert (report["fil_min"] <= report["fil_mean"]).all()
+    assert (report["fil_mean"] <= report["fil_max"]).all()
+    assert report["fil_min"].iloc[0] == fil.min()
+    assert report["fil_max"].iloc[-1] == fil.max()
+
+
+def test_attack_report_matches_direct_computation_on_permuted_input():
+    rng = np.random.default_rng(10)
+    n, n_bins = 120, 8
+    fil = rng.normal(size=n)
+    success = fil + rng.normal(size=n)  # a numeric score that rises with fil
+    perm = rng.permutation(n)
+    report = attack_report(fil[perm], success[perm], n_bins=n_bins).loc["all"]
+    blocks = success[np.argsort(fil)].reshape(n_bins, n // n_bins)
+    assert_allclose(report["success_mean"], blocks.mean(axis=1), rtol=1e-12)
+    assert_allclose(
+        report["success_sem"],
+        blocks.std(axis=1, ddof=1) / math.sqrt(n // n_bins),
+        rtol=1e-10,
+    )
+    assert_allclose(report["fil_mean"], np.sort(fil).reshape(n_bins, -1).mean(axis=1))
+    assert (report["n"] == n // n_bins).all()
+    # the report does not depend on the order of the examples
+    pd.testing.assert_frame_equal(
+        report, attack_report(fil, success, n_bins=n_bins).loc["all"]
+    )
+
+
+def test_attack_report_group_blocks_add_up():
+    rng = np.random.default_rng(11)
+    n = 200
+    fil = rng.gamma(2.0, size=n)
+    success = rng.random(n) < 0.3
+    groups = rng.choice([2, 0, 1], size=n)
+    report = attack_report(fil, success, groups=groups, n_bins=5)
+    assert report.index.names == ["group", "fil_bin"]
+    assert list(report.index.get_level_values("group").unique()) == ["all", 0, 1, 2]
+    total = report.loc["all"]
+    parts = [report.loc[g] for g in (0, 1, 2)]
+    assert_array_equal(sum(p["n"] for p in parts), total["n"])
+    successes = sum((p["n"] * p["success_mean"]).fillna(0.0) for p in parts)
+    assert_allclose(successes, total["n"] * total["success_mean"], rtol=1e-12)
+    # bins come from the global ranking: group g's bin-b examples, directly
+    bins = np.empty(n, dtype=int)
+    bins[np.argsort(fil)] = np.arange(n) // (n // 5) + 1
+    for g in (0, 1, 2):
+        for b in range(1, 6):
+            mask = (groups == g) & (bins == b)
+            assert report.loc[(g, b), "n"] == mask.sum()
+            if mask.any():
+                assert report.loc[(g, b), "success_mean"] == pytest.approx(
+                    success[mask].mean()
+                )
+                assert report.loc[(g, b), "fil_max"] == fil[mask].max()
+
+
+def test_attack_report_single_example_bins_have_nan_sem():
+    report = attack_report([3.0, 1.0, 2.0], [1.0, 0.0, 1.0], n_bins=3)
+    assert report["success_sem"].isna().all()
+    assert_array_equal(report["success_mean"], [0.0, 1.0, 1.0])
+    assert_array_equal(report["n"], [1, 1, 1])
+
+
+def test_attack_report_bad_input_raises():
+    fil, success = np.arange(10.0), np.ones(10)
+    with pytest.raises(ValueError, match="same length"):
+        attack_report(fil, success[:-1])
+    with pytest.raises(ValueError, match="finite"):
+        attack_report(np.append(fil[:-1], np.nan), success)
+    with pytest.raises(ValueError, match="finite"):
+        attack_report(fil, np.append(success[:-1], np.inf))
+    with pytest.raises(ValueError, match="n_bins"):
+        attack_report(fil, success, n_bins=0)
+    with pytest.raises(ValueError, match="n_bins"):
+        attack_report(fil, success, n_bins=11)
+    with pytest.raises(TypeError, match="n_bins"):
+        attack_report(fil, success, n_bins=2.5)
+    with pytest.raises(TypeError, match="n_bins"):
+        attack_report(fil, success, n_bins=True)
+    with pytest.raises(ValueError, match="1d"):
+        attack_report(fil.reshape(2, 5), success.reshape(2, 5))
+    with pytest.raises(ValueError, match="length 10"):
+        attack_report(fil, success, groups=np.zeros(9))
+    with pytest.raises(ValueError, match='"all"'):
+        attack_report(fil, success, groups=["all"] * 10)
+    with pytest.raises(TypeError, match="real numbers"):
+        attack_report(["a"] * 10, success)
