@@ -14,10 +14,12 @@ from sklearn_fil.attacks._inversion import (
     WhiteBoxAttributeInversion,
 )
 from sklearn_fil.attacks._membership import LossThresholdMembershipInference
+from sklearn_fil.attacks._reconstruction import GLMReconstructionAttack
 from sklearn_fil.attacks._report import attack_report
 
 __all__ = [
     "BlackBoxAttributeInversion",
+    "GLMReconstructionAttack",
     "LossThresholdMembershipInference",
     "WhiteBoxAttributeInversion",
     "attack_report",
