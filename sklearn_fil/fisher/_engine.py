@@ -367,6 +367,8 @@ def fisher_information_loss(
         reg[-1] = 0.0
     H = _weighted_gram(X, omega * c, has_b, chunk)
     H[np.diag_indices(p)] += reg
+    H_inv = inv_spd(H)  # a singular H is an error, not worth a warning first
+    H_inv2 = H_inv @ H_inv
     grad = _augment_rmatvec(X, omega * r, has_b) + reg * w
     # the size of the terms that cancel in the gradient at a minimiser
     r_scale = omega * family.residual_scale(margin, y)
@@ -381,9 +383,6 @@ def fisher_information_loss(
         warnings.warn(
             _NOT_MINIMISER_MSG.format(rel_grad, _STATIONARITY_RTOL), stacklevel=2
         )
-
-    H_inv = inv_spd(H)
-    H_inv2 = H_inv @ H_inv
 
     # Projector Q onto the private feature coordinates (one-hot groups on the
     # sum-to-one tangent space; the intercept is not private).
