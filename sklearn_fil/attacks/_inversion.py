@@ -78,6 +78,13 @@ def _candidate_values(candidates, X, cols, name):
     return np.unique(values)[:, None]
 
 
+def _query(model, X, columns, method):
+    """Ask the model, as a DataFrame when it was fitted on one."""
+    if columns is not None:
+        X = pd.DataFrame(X, columns=columns)
+    return getattr(model, method)(X)
+
+
 class _AttributeInversion(TransformerMixin, BaseEstimator):
     """Shared validation, reconstruction and scoring of attribute inversion."""
 
@@ -88,10 +95,13 @@ class _AttributeInversion(TransformerMixin, BaseEstimator):
     }
 
     def _validate_knowledge(self, X, y, model):
+        """Checked ``X``, ``y`` and the fitted attributes they determine.
+
+        Nothing is set on ``self``: each ``fit`` sets every attribute once all
+        its checks have passed, so a failed fit changes nothing.
+        """
         self._validate_params()
-        self.model_ = model
-        if isinstance(X, pd.DataFrame):
-            self.feature_names_in_ = np.asarray(X.columns, dtype=object)
+        names = X.columns if isinstance(X, pd.DataFrame) else None
         X = check_array(X, dtype=np.float64, ensure_min_samples=2, input_name="X")
         y = np.asarray(y)
         if y.shape != (X.shape[0],):
@@ -99,20 +109,24 @@ class _AttributeInversion(TransformerMixin, BaseEstimator):
                 f"y must have one entry per row of X: X has {X.shape[0]} rows, "
                 f"y has shape {y.shape}."
             )
-        self.n_features_in_ = X.shape[1]
         n_model = getattr(model, "n_features_in_", X.shape[1])
         if n_model != X.shape[1]:
             raise ValueError(
                 f"X has {X.shape[1]} features but the target model was trained on "
                 f"{n_model}."
             )
-        self.columns_, self.attribute_name_ = resolve_attribute(
-            self.attribute, model, X.shape[1]
-        )
-        self.candidates_ = _candidate_values(
-            self.candidates, X, self.columns_, self.attribute_name_
-        )
-        return X, y
+        columns, name = resolve_attribute(self.attribute, model, X.shape[1])
+        fitted = {
+            "model_": model,
+            "n_features_in_": X.shape[1],
+            "columns_": columns,
+            "attribute_name_": name,
+            "candidates_": _candidate_values(self.candidates, X, columns, name),
+            "_n_targets": X.shape[0],
+        }
+        if names is not None:
+            fitted["feature_names_in_"] = np.asarray(names, dtype=object)
+        return X, y, fitted
 
     def _targets(self, X):
         """Known part of each target row; the attribute's own columns may be NaN."""
@@ -315,12 +329,10 @@ class WhiteBoxAttributeInversion(_AttributeInversion):
             The fitted attack.
         """
         recipe = target_glm(self.model, type(self).__name__)
-        X, y = self._validate_knowledge(X, y, self.model)
-        self._recipe = recipe
-        self._X = recipe.clip(X)
-        self._Xt = recipe.augment(self._X)
-        self._y = recipe.encode(y)
-        self._n_targets = X.shape[0]
+        X, y, fitted = self._validate_knowledge(X, y, self.model)
+        X = recipe.clip(X)
+        fitted.update(_recipe=recipe, _X=X, _Xt=recipe.augment(X), _y=recipe.encode(y))
+        vars(self).update(fitted)
         return self
 
     def decision_function(self, X):
@@ -339,14 +351,10 @@ class WhiteBoxAttributeInversion(_AttributeInversion):
         """
         known = self._targets(X)
         recipe = self._recipe
-        if recipe.data_norm is not None and np.isfinite(recipe.data_norm):
-            # clipping rescales the whole row, so it needs the candidate value
-            rows = np.repeat(known, len(self.candidates_), axis=0)
-            rows[:, self.columns_] = np.tile(self.candidates_, (len(known), 1))
-            Z = recipe.augment(recipe.clip(rows))
-        else:
-            Z = np.repeat(recipe.augment(known), len(self.candidates_), axis=0)
-            Z[:, self.columns_] = np.tile(self.candidates_, (len(known), 1))
+        rows = np.repeat(known, len(self.candidates_), axis=0)
+        rows[:, self.columns_] = np.tile(self.candidates_, (len(known), 1))
+        # clipping rescales the whole row, so it sees the candidate value
+        Z = recipe.augment(recipe.clip(rows))
         owner = np.repeat(np.arange(len(known)), len(self.candidates_))
         W = self._solve(owner, Z)
         dist = np.linalg.norm(W - recipe.weights, axis=1)
@@ -584,15 +592,15 @@ class BlackBoxAttributeInversion(_AttributeInversion):
                 f"{type(self).__name__} queries predict_proba (classifiers) or "
                 f"predict (regressors); {type(model).__name__} has neither."
             )
-        self._columns = X.columns if isinstance(X, pd.DataFrame) else None
-        X, y = self._validate_knowledge(X, y, model)
-        values = X[:, self.columns_]
+        columns = X.columns if isinstance(X, pd.DataFrame) else None
+        X, y, fitted = self._validate_knowledge(X, y, model)
+        candidates = fitted["candidates_"]
+        values = X[:, fitted["columns_"]]
         nearest = np.argmin(
-            ((values[:, None, :] - self.candidates_[None]) ** 2).sum(axis=2), axis=1
+            ((values[:, None, :] - candidates[None]) ** 2).sum(axis=2), axis=1
         )
-        counts = np.bincount(nearest, minlength=len(self.candidates_)) + 1.0
-        self.prior_ = counts / counts.sum()
-        self.mse_ = None
+        counts = np.bincount(nearest, minlength=len(candidates)) + 1.0
+        mse = None
         if classifier:
             unknown = ~np.isin(y, model.classes_)
             if unknown.any():
@@ -602,17 +610,11 @@ class BlackBoxAttributeInversion(_AttributeInversion):
                 )
         else:
             y = y.astype(np.float64)
-            residual = y - np.asarray(self._query(X, "predict"), float)
-            self.mse_ = float(np.mean(residual**2))
-        self._y = y
-        self._n_targets = X.shape[0]
+            residual = y - np.asarray(_query(model, X, columns, "predict"), float)
+            mse = float(np.mean(residual**2))
+        fitted.update(prior_=counts / counts.sum(), mse_=mse, _y=y, _columns=columns)
+        vars(self).update(fitted)
         return self
-
-    def _query(self, X, method):
-        """Ask the model, as a DataFrame when it was fitted on one."""
-        if self._columns is not None:
-            X = pd.DataFrame(X, columns=self._columns)
-        return getattr(self.model, method)(X)
 
     def decision_function(self, X):
         """Log posterior (up to a constant) of every candidate.
@@ -634,11 +636,13 @@ class BlackBoxAttributeInversion(_AttributeInversion):
             rows = known.copy()
             rows[:, self.columns_] = value
             if self.mse_ is None:
-                proba = self._query(rows, "predict_proba")
-                col = np.searchsorted(self.model.classes_, self._y)
+                proba = _query(self.model_, rows, self._columns, "predict_proba")
+                col = np.searchsorted(self.model_.classes_, self._y)
                 fit = np.log(np.maximum(proba[np.arange(len(rows)), col], 1e-300))
             else:
-                pred = np.asarray(self._query(rows, "predict"), float)
+                pred = np.asarray(
+                    _query(self.model_, rows, self._columns, "predict"), float
+                )
                 fit = -0.5 * (self._y - pred) ** 2 / max(self.mse_, 1e-300)
             scores[:, k] = np.log(self.prior_[k]) + fit
         return scores

@@ -278,3 +278,18 @@ def test_bad_input():
     bb = BlackBoxAttributeInversion(DummyRegressor().fit(X, y), attribute=3)
     with pytest.raises(ValueError, match="one entry per row"):
         bb.fit(X, y[:5])
+
+
+def test_failed_fit_changes_nothing():
+    X, y = _problem("logistic")
+    classifier = LogisticRegression().fit(X, y)
+    attack = BlackBoxAttributeInversion(classifier, attribute=3)
+    with pytest.raises(ValueError, match="not classes of the model"):
+        attack.fit(X, y + 5)  # checked after the attribute and candidates
+    assert not [name for name in vars(attack) if name.endswith("_")]
+    attack.fit(X, y)
+    before = attack.prior_.copy()
+    with pytest.raises(ValueError, match="not classes of the model"):
+        attack.fit(X[:20], y[:20] + 5)
+    assert_array_equal(attack.prior_, before)  # the previous fit is intact
+    assert attack._n_targets == len(X)
