@@ -9,6 +9,12 @@ error of unbiased reconstruction attacks.
 # SPDX-License-Identifier: BSD-3-Clause
 
 from sklearn_fil.accounting._bounds import mse_bound_fil, mse_bound_rdp
+from sklearn_fil.accounting._dpsgd import (
+    PerInstanceAccountant,
+    dpsgd_epsilon,
+    fil_subsampling_factor,
+    gelu_clip_max_norm,
+)
 from sklearn_fil.accounting._gaussian import (
     gaussian_delta,
     gaussian_epsilon,
@@ -17,9 +23,13 @@ from sklearn_fil.accounting._gaussian import (
 )
 
 __all__ = [
+    "PerInstanceAccountant",
+    "dpsgd_epsilon",
+    "fil_subsampling_factor",
     "gaussian_delta",
     "gaussian_epsilon",
     "gaussian_rdp",
+    "gelu_clip_max_norm",
     "mse_bound_fil",
     "mse_bound_rdp",
     "output_perturbation_sensitivity",

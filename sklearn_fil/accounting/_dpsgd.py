@@ -1,0 +1,693 @@
+"""Privacy accounting for DP-SGD.
+
+Each step of DP-SGD Poisson-samples every example with probability ``sample_rate``,
+clips each per-example gradient to norm at most ``max_grad_norm`` (``C``), sums them and
+adds ``N(0, (noise_multiplier C)^2 I)``: a Poisson-subsampled Gaussian mechanism.
+Norms and sensitivities here are in units of ``C``. The functions below give the
+epsilon of the whole run (:func:`dpsgd_epsilon`), the epsilon of each example from its
+own gradient norms (:class:`PerInstanceAccountant`, Yu et al. 2022), the largest norm
+left by GELU clipping (:func:`gelu_clip_max_norm`) and the subsampling factor of the
+Fisher information loss accounting of Guo et al. 2022
+(:func:`fil_subsampling_factor`).
+"""
+
+# Authors: The sklearn-fil developers
+# SPDX-License-Identifier: BSD-3-Clause
+
+import math
+from functools import lru_cache
+from numbers import Integral
+
+import numpy as np
+from scipy.optimize import brentq
+from scipy.special import ndtr, ndtri
+
+from sklearn_fil.accounting._gaussian import _check_scalar
+
+_ACCOUNTANTS = ("rdp", "pld")
+# Bracket of the maximiser of u / (GELU(u - 1) + 1): the derivative's sign changes
+# once, from + at u = 0 to - at u = 3 (the map decreases to 1 beyond).
+_GELU_BRACKET = (0.0, 3.0)
+_SQRT_2PI = math.sqrt(2.0 * math.pi)
+
+
+# --------------------------------------------------------------------------------------
+# dp-accounting, imported on first use (it pulls in much of SciPy; see
+# ``_gaussian._gaussian_privacy_loss``).
+
+
+def _poisson_gaussian_rdp(sample_rate, noise_multiplier, orders):
+    """RDP at ``orders`` of the Poisson-subsampled Gaussian mechanism.
+
+    ``noise_multiplier`` is the noise standard deviation over the sensitivity.
+    Cached: a per-instance accountant needs one vector per norm level (about
+    25 ms each), and refits with the same settings need the same ones.
+    """
+    return _poisson_gaussian_rdp_cached(
+        float(sample_rate), float(noise_multiplier), tuple(np.asarray(orders).tolist())
+    ).copy()
+
+
+@lru_cache(maxsize=4096)
+def _poisson_gaussian_rdp_cached(sample_rate, noise_multiplier, orders):
+    # dp-accounting computes this per-order vector only inside RdpAccountant, which
+    # keeps it in a private attribute; the function it calls is private but is the
+    # accountant's own code path. Imported here only, and checked against the public
+    # RdpAccountant in tests/accounting/test_dpsgd.py.
+    from dp_accounting.rdp.rdp_privacy_accountant import (
+        _compute_rdp_poisson_subsampled_gaussian,
+    )
+
+    rdp = _compute_rdp_poisson_subsampled_gaussian(
+        q=sample_rate, noise_multiplier=noise_multiplier, orders=orders
+    )
+    return np.asarray(rdp, dtype=np.float64)
+
+
+def _rdp_to_epsilon_rows(orders, rdp, delta):
+    """Epsilon at ``delta`` of every row of RDP values, minimised over ``orders``.
+
+    The conversion of ``dp_accounting.rdp.compute_epsilon`` (Canonne, Kamath &
+    Steinke 2020, Proposition 12), which ``RdpAccountant.get_epsilon`` uses,
+    vectorised over rows (examples; columns are orders) with its branches kept:
+    a negative RDP or one below the KL bound gives 0, orders up to 1.01 give no
+    bound. Tested equal to ``compute_epsilon`` row by row.
+    """
+    orders = np.asarray(orders, dtype=np.float64)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        eps = rdp + np.log1p(-1.0 / orders) - np.log(delta * orders) / (orders - 1.0)
+    eps = np.where(orders > 1.01, eps, np.inf)
+    eps = np.where((rdp < 0) | (delta**2 + np.expm1(-rdp) > 0), 0.0, eps)
+    return np.maximum(eps.min(axis=1), 0.0)
+
+
+def _default_rdp_orders():
+    """The orders ``RdpAccountant`` uses when given none."""
+    from dp_accounting.rdp.rdp_privacy_accountant import DEFAULT_RDP_ORDERS
+
+    return np.array(DEFAULT_RDP_ORDERS, dtype=np.float64)
+
+
+def _accountant_epsilon(accountant, noise_multiplier, sample_rate, steps, delta):
+    """Epsilon of ``steps`` self-composed Poisson-subsampled Gaussian steps."""
+    import dp_accounting
+
+    event = dp_accounting.SelfComposedDpEvent(
+        dp_accounting.PoissonSampledDpEvent(
+            sample_rate, dp_accounting.GaussianDpEvent(noise_multiplier)
+        ),
+        steps,
+    )
+    if accountant == "rdp":
+        acc = dp_accounting.rdp.RdpAccountant()
+    else:
+        acc = dp_accounting.pld.PLDAccountant()
+    acc.compose(event)
+    return float(acc.get_epsilon(delta))
+
+
+# --------------------------------------------------------------------------------------
+# validation
+
+
+def _check_integer(value, name, *, low):
+    """Return ``value`` as an int after checking it is an integer >= ``low``."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, Integral):
+        raise ValueError(f"{name} must be an integer >= {low}, got {name}={value!r}.")
+    if value < low:
+        raise ValueError(f"{name} must be an integer >= {low}, got {name}={value!r}.")
+    return int(value)
+
+
+def _check_dpsgd_params(noise_multiplier, sample_rate, sensitivity):
+    """Validate the parameters shared by every DP-SGD accounting function."""
+    noise_multiplier = _check_scalar(
+        noise_multiplier, "noise_multiplier", low=0.0, low_inclusive=True
+    )
+    sample_rate = _check_scalar(
+        sample_rate, "sample_rate", low=0.0, high=1.0, high_inclusive=True
+    )
+    sensitivity = _check_scalar(sensitivity, "sensitivity", low=0.0)
+    return noise_multiplier, sample_rate, sensitivity
+
+
+def _check_orders(orders):
+    """Return ``orders`` as a 1-D float64 array of finite orders > 1."""
+    if orders is None:
+        return _default_rdp_orders()
+    try:
+        array = np.asarray(orders, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(
+            f"orders must be a 1-D array of real numbers > 1, got orders={orders!r}."
+        ) from exc
+    if array.ndim != 1 or array.size == 0:
+        raise ValueError(
+            f"orders must be a non-empty 1-D array, got an array of shape "
+            f"{array.shape}."
+        )
+    bad = ~np.isfinite(array) | (array <= 1.0)
+    if np.any(bad):
+        first = float(array[bad][0])
+        raise ValueError(
+            f"orders must be finite and > 1, got an order equal to {first!r}."
+        )
+    return array
+
+
+def _ceil_multiple(x, step):
+    """Smallest integers ``k`` with ``k * step >= x`` in floating point.
+
+    ``np.ceil(x / step)`` alone can overshoot by one (``0.07 / 0.01`` is
+    ``7.000000000000001``) or, in principle, undershoot; both are corrected so that
+    ``(k - 1) * step < x <= k * step`` holds as computed.
+    """
+    k = np.ceil(np.asarray(x, dtype=np.float64) / step)
+    k = np.where((k >= 1) & ((k - 1) * step >= x), k - 1, k)
+    k = np.where(k * step < x, k + 1, k)
+    return k
+
+
+# --------------------------------------------------------------------------------------
+# GELU clipping
+
+
+def _gelu_clip_norm(u):
+    """Norm ``u / (GELU(u - 1) + 1)`` of a GELU-clipped vector of norm ``u``."""
+    x = u - 1.0
+    return u / (x * ndtr(x) + 1.0)
+
+
+def _gelu_clip_norm_slope_sign(u):
+    """A function with the sign of the derivative of :func:`_gelu_clip_norm`.
+
+    With ``D(u) = GELU(u - 1) + 1`` and ``GELU'(x) = Phi(x) + x phi(x)``, the
+    derivative of ``u / D(u)`` is ``(D(u) - u GELU'(u - 1)) / D(u)^2``; this returns
+    the numerator.
+    """
+    x = u - 1.0
+    cdf = ndtr(x)
+    pdf = math.exp(-0.5 * x * x) / _SQRT_2PI
+    return x * cdf + 1.0 - u * (cdf + x * pdf)
+
+
+@lru_cache(maxsize=1)
+def _gelu_unit_max():
+    """``max_{u >= 0} u / (GELU(u - 1) + 1)``, by a root of the derivative."""
+    u_star = brentq(
+        _gelu_clip_norm_slope_sign,
+        *_GELU_BRACKET,
+        xtol=1e-15,
+        rtol=4 * np.finfo(np.float64).eps,
+        maxiter=200,
+    )
+    return float(_gelu_clip_norm(u_star))
+
+
+def gelu_clip_max_norm(max_grad_norm=1.0):
+    """Largest norm of a gradient smoothed by GELU clipping.
+
+    GELU clipping (Guo et al. 2022, section 6.2) rescales a gradient ``g`` to
+    ``g / (GELU(||g|| / C - 1) + 1)`` with ``C = max_grad_norm`` and
+    ``GELU(x) = x Phi(x)``, a smooth stand-in for hard clipping
+    ``g / max(1, ||g|| / C)``. Unlike hard clipping it can leave a norm slightly above
+    ``C``; this returns the exact bound, the L2 sensitivity of a sum of GELU-clipped
+    gradients under adding or removing one example.
+
+    Parameters
+    ----------
+    max_grad_norm : float, default=1.0
+        Clipping threshold ``C`` > 0.
+
+    Returns
+    -------
+    max_norm : float
+        ``C * max_{u >= 0} u / (GELU(u - 1) + 1)``, about ``1.1152 C``.
+
+    See Also
+    --------
+    dpsgd_epsilon : Takes this (in units of ``C``) as its ``sensitivity``.
+
+    Notes
+    -----
+    The map ``u -> u / (GELU(u - 1) + 1)`` rises from 0, peaks near ``u = 1.549`` and
+    decreases to 1 as ``u -> inf``. The peak is found as the root of its derivative
+    with :func:`scipy.optimize.brentq` (to a few ulps), then evaluated, so the
+    result is accurate to about ``1e-15`` relative. Guo et al. (2022) round it to
+    1.115.
+
+    References
+    ----------
+    Guo, C., Karrer, B., Chaudhuri, K. and van der Maaten, L. "Bounding training data
+    reconstruction in private (deep) learning." ICML 2022, section 6.2.
+
+    Hendrycks, D. and Gimpel, K. "Gaussian error linear units (GELUs)."
+    arXiv:1606.08415, 2016.
+
+    Examples
+    --------
+    >>> from sklearn_fil.accounting import gelu_clip_max_norm
+    >>> round(gelu_clip_max_norm(), 6)
+    1.115219
+    >>> round(gelu_clip_max_norm(2.0), 6)
+    2.230438
+    """
+    max_grad_norm = _check_scalar(max_grad_norm, "max_grad_norm", low=0.0)
+    return max_grad_norm * _gelu_unit_max()
+
+
+# --------------------------------------------------------------------------------------
+# global accounting
+
+
+def dpsgd_epsilon(
+    *,
+    noise_multiplier,
+    sample_rate,
+    steps,
+    delta,
+    sensitivity=1.0,
+    accountant="rdp",
+):
+    """Epsilon of DP-SGD after a number of Poisson-subsampled Gaussian steps.
+
+    Each step releases the sum of the sampled examples' clipped gradients plus
+    ``N(0, (noise_multiplier C)^2 I)``, every example being sampled independently with
+    probability ``sample_rate``. With per-example norms at most ``sensitivity C``, the
+    step is the Poisson-subsampled Gaussian mechanism with noise multiplier
+    ``noise_multiplier / sensitivity``; ``steps`` of them are composed by
+    :mod:`dp_accounting`'s ``RdpAccountant`` or ``PLDAccountant`` under the
+    add-or-remove-one neighbouring relation.
+
+    Parameters
+    ----------
+    noise_multiplier : float
+        Noise standard deviation in units of the clipping bound ``C``, >= 0. Zero
+        gives ``inf``.
+    sample_rate : float
+        Probability ``q`` with which each example is sampled at each step, in
+        (0, 1]. ``1.0`` means no subsampling (every example in every step; use it
+        for shuffled batches, which get no amplification here).
+    steps : int
+        Number of steps, >= 0. Zero steps give 0.0.
+    delta : float
+        Target delta, in (0, 1).
+    sensitivity : float, default=1.0
+        Largest per-example norm in units of ``C``, > 0: 1 for hard clipping,
+        :func:`gelu_clip_max_norm` for GELU clipping.
+    accountant : {"rdp", "pld"}, default="rdp"
+        ``"rdp"``: Renyi DP composition (Mironov, Talwar & Zhang 2019) converted to
+        (epsilon, delta) as ``RdpAccountant.get_epsilon`` does. ``"pld"``: privacy
+        loss distributions, tighter, pessimistically discretised.
+
+    Returns
+    -------
+    epsilon : float
+        Smallest epsilon the accountant certifies at ``delta``; ``math.inf`` when
+        ``noise_multiplier`` is 0 and ``steps`` > 0.
+
+    See Also
+    --------
+    PerInstanceAccountant : The same accounting for each example from its own
+        gradient norms.
+    gelu_clip_max_norm : Sensitivity of GELU clipping.
+
+    References
+    ----------
+    Abadi, M. et al. "Deep learning with differential privacy." CCS 2016.
+
+    Mironov, I., Talwar, K. and Zhang, L. "Renyi differential privacy of the sampled
+    Gaussian mechanism." arXiv:1908.10530, 2019.
+
+    Examples
+    --------
+    >>> from sklearn_fil.accounting import dpsgd_epsilon
+    >>> round(dpsgd_epsilon(noise_multiplier=1.0, sample_rate=0.01, steps=1000,
+    ...                     delta=1e-5), 2)
+    2.1
+    >>> round(dpsgd_epsilon(noise_multiplier=1.0, sample_rate=0.01, steps=1000,
+    ...                     delta=1e-5, accountant="pld"), 2)
+    1.83
+    >>> dpsgd_epsilon(noise_multiplier=0.0, sample_rate=0.01, steps=10, delta=1e-5)
+    inf
+    """
+    noise_multiplier, sample_rate, sensitivity = _check_dpsgd_params(
+        noise_multiplier, sample_rate, sensitivity
+    )
+    steps = _check_integer(steps, "steps", low=0)
+    delta = _check_scalar(delta, "delta", low=0.0, high=1.0)
+    if not isinstance(accountant, str) or accountant not in _ACCOUNTANTS:
+        raise ValueError(
+            f"accountant must be one of {_ACCOUNTANTS}, got accountant={accountant!r}."
+        )
+    if steps == 0:
+        return 0.0
+    if noise_multiplier == 0.0:
+        return math.inf
+    return _accountant_epsilon(
+        accountant, noise_multiplier / sensitivity, sample_rate, steps, delta
+    )
+
+
+# --------------------------------------------------------------------------------------
+# per-instance accounting
+
+
+class PerInstanceAccountant:
+    """Per-example Renyi DP accountant for DP-SGD (Yu et al. 2022).
+
+    The privacy loss that one step of DP-SGD causes an example depends on that
+    example's clipped gradient norm ``r`` (in units of ``C``): the step is, for
+    it, the Poisson-subsampled Gaussian mechanism with noise multiplier
+    ``noise_multiplier / r``. Every step adds that mechanism's RDP to the example's
+    total -- whether or not the example was sampled, since the subsampling is part of
+    the mechanism -- and :meth:`epsilon` converts the totals to (epsilon, delta).
+    With every norm equal to ``sensitivity`` this is :func:`dpsgd_epsilon` with
+    ``accountant="rdp"``.
+
+    Parameters
+    ----------
+    n_samples : int
+        Number of training examples, >= 1.
+    noise_multiplier : float
+        Noise standard deviation in units of ``C``, >= 0. Zero makes the epsilon of
+        every example with a positive norm infinite.
+    sample_rate : float
+        Poisson sampling probability ``q`` of each step, in (0, 1].
+    sensitivity : float, default=1.0
+        Largest possible clipped norm in units of ``C``, > 0 (1 for hard clipping,
+        :func:`gelu_clip_max_norm` for GELU clipping). Norms above it are clipped
+        to it.
+    precision : float, default=0.01
+        Norms are rounded up to a multiple of ``precision`` (> 0), capped at
+        ``sensitivity``, so that the RDP is computed once per rounded level.
+    orders : array-like of shape (n_orders,), default=None
+        Renyi orders, each finite and > 1. ``None`` uses the orders of
+        ``dp_accounting.rdp.RdpAccountant``.
+
+    Attributes
+    ----------
+    orders : ndarray of shape (n_orders,)
+        The Renyi orders.
+    n_steps : int
+        Number of calls to :meth:`step` so far.
+    rdp : ndarray of shape (n_samples, n_orders)
+        Accumulated RDP of each example at each order.
+
+    See Also
+    --------
+    dpsgd_epsilon : The worst-case epsilon, the same for all examples.
+
+    Notes
+    -----
+    Rounding up (never to nearest) keeps each per-step RDP an upper bound for the
+    norm given; the cap at ``sensitivity`` makes the per-example epsilon never exceed
+    the global one. The per-step RDP of the Poisson-subsampled Gaussian and the
+    conversion to (epsilon, delta) are those of ``dp_accounting`` (the conversion is
+    Proposition 12 of Canonne, Kamath & Steinke 2020, slightly tighter than the
+    ``rdp + log(1/delta) / (alpha - 1)`` of Mironov 2017 used by Yu et al.).
+
+    The RDP vector of each rounded level is computed once and cached. While the
+    number of levels ``ceil(sensitivity / precision) + 1`` is at most the number of
+    orders, a step only counts, per example, the steps spent at each level (O(n) work)
+    and the RDP is formed on demand as counts times cached vectors; otherwise a step
+    adds the cached vectors to an ``(n_samples, n_orders)`` array.
+
+    The result is a guarantee for an example only if the norms given bound its
+    actual clipped gradient norm at every step. Yu et al. (2022) use the latest
+    norm known for each example (updated when it is sampled, or by occasional full
+    passes) and clip each example to that estimate to make this hold; with a
+    common clipping bound it is an estimate.
+
+    References
+    ----------
+    Yu, D., Kamath, G., Kulkarni, J., Liu, T.-Y., Yin, J. and Zhang, H.
+    "Per-instance privacy accounting for differentially private stochastic gradient
+    descent." arXiv:2206.02617, 2022, Algorithm 1.
+
+    Feldman, V. and Zrnic, T. "Individual privacy accounting via a Renyi filter."
+    NeurIPS 2021 (adaptive composition of per-instance RDP).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn_fil.accounting import PerInstanceAccountant, dpsgd_epsilon
+    >>> acc = PerInstanceAccountant(3, noise_multiplier=1.0, sample_rate=0.01)
+    >>> for _ in range(1000):
+    ...     _ = acc.step(np.array([1.0, 0.5, 0.0]))
+    >>> acc.epsilon(1e-5).round(2)
+    array([2.1 , 0.69, 0.  ])
+    >>> round(dpsgd_epsilon(noise_multiplier=1.0, sample_rate=0.01, steps=1000,
+    ...                     delta=1e-5), 2)
+    2.1
+    """
+
+    def __init__(
+        self,
+        n_samples,
+        *,
+        noise_multiplier,
+        sample_rate,
+        sensitivity=1.0,
+        precision=0.01,
+        orders=None,
+    ):
+        self.n_samples = _check_integer(n_samples, "n_samples", low=1)
+        params = _check_dpsgd_params(noise_multiplier, sample_rate, sensitivity)
+        self.noise_multiplier, self.sample_rate, self.sensitivity = params
+        self.precision = _check_scalar(precision, "precision", low=0.0)
+        self._orders = _check_orders(orders)
+        # Levels k = 0..n_levels-1 stand for the norms min(k precision, sensitivity).
+        self._top = int(_ceil_multiple(self.sensitivity, self.precision))
+        self._cache = {}
+        n_orders = self._orders.size
+        if self._top + 1 <= n_orders:
+            self._counts = np.zeros((self.n_samples, self._top + 1), dtype=np.float64)
+            self._rdp = None
+        else:
+            self._counts = None
+            self._rdp = np.zeros((self.n_samples, n_orders), dtype=np.float64)
+        self._rows = np.arange(self.n_samples)
+        self._n_steps = 0
+
+    @property
+    def orders(self):
+        """The Renyi orders, a copy."""
+        return self._orders.copy()
+
+    @property
+    def n_steps(self):
+        """Number of steps accounted so far."""
+        return self._n_steps
+
+    @property
+    def rdp(self):
+        """Accumulated RDP, ndarray of shape (n_samples, n_orders)."""
+        if self._counts is None:
+            return self._rdp.copy()
+        present = np.flatnonzero(self._counts.any(axis=0))
+        rdp = np.zeros((self.n_samples, self._orders.size), dtype=np.float64)
+        if present.size == 0:
+            return rdp
+        table = self._level_rdp(present)
+        counts = self._counts[:, present]
+        infinite = np.isinf(table)
+        rdp += counts @ np.where(infinite, 0.0, table)
+        if np.any(infinite):
+            rdp[(counts > 0) @ infinite] = np.inf
+        return rdp
+
+    def _level_rdp(self, levels):
+        """RDP vectors of the given level indices, shape (len(levels), n_orders)."""
+        rows = []
+        for level in levels.tolist():
+            if level not in self._cache:
+                norm = min(level * self.precision, self.sensitivity)
+                if norm == 0.0:
+                    value = np.zeros(self._orders.size, dtype=np.float64)
+                else:
+                    value = _poisson_gaussian_rdp(
+                        self.sample_rate, self.noise_multiplier / norm, self._orders
+                    )
+                self._cache[level] = value
+            rows.append(self._cache[level])
+        return np.array(rows, dtype=np.float64).reshape(len(rows), self._orders.size)
+
+    def step(self, norms):
+        """Account one step of DP-SGD for every example.
+
+        Parameters
+        ----------
+        norms : array-like of shape (n_samples,)
+            Each example's clipped gradient norm at this step, in units of ``C``
+            (finite, >= 0); values above ``sensitivity`` count as ``sensitivity``.
+
+        Returns
+        -------
+        self : PerInstanceAccountant
+            The accountant, with one more step accounted.
+        """
+        try:
+            norms = np.asarray(norms, dtype=np.float64)
+        except (TypeError, ValueError) as exc:
+            raise ValueError(
+                f"norms must be an array of real numbers, got norms={norms!r}."
+            ) from exc
+        if norms.shape != (self.n_samples,):
+            raise ValueError(
+                f"norms must have shape ({self.n_samples},), got shape {norms.shape}."
+            )
+        bad = ~np.isfinite(norms) | (norms < 0)
+        if np.any(bad):
+            first = float(norms[bad][0])
+            raise ValueError(
+                f"norms must be finite and >= 0, got a norm equal to {first!r}."
+            )
+        clipped = np.minimum(norms, self.sensitivity)
+        levels = np.minimum(_ceil_multiple(clipped, self.precision), self._top)
+        levels = levels.astype(np.intp)
+        if self._counts is not None:
+            self._counts[self._rows, levels] += 1.0
+        else:
+            present, inverse = np.unique(levels, return_inverse=True)
+            self._rdp += self._level_rdp(present)[inverse.reshape(-1)]
+        self._n_steps += 1
+        return self
+
+    def epsilon(self, delta):
+        """Per-example epsilon at a target delta.
+
+        Parameters
+        ----------
+        delta : float
+            Target delta, in (0, 1).
+
+        Returns
+        -------
+        epsilon : ndarray of shape (n_samples,)
+            Each example's epsilon from its accumulated RDP, converted as
+            ``dp_accounting``'s ``RdpAccountant.get_epsilon`` does; 0 for an
+            example whose norms were all 0, and ``inf`` where the RDP is infinite.
+        """
+        delta = _check_scalar(delta, "delta", low=0.0, high=1.0)
+        return _rdp_to_epsilon_rows(self._orders, self.rdp, delta)
+
+
+# --------------------------------------------------------------------------------------
+# Fisher information loss
+
+
+def _gaussian_loss_quantile(sigma, sensitivity, delta):
+    """``epsilon`` with ``P[L > epsilon] = delta`` for the Gaussian privacy loss ``L``.
+
+    Under the output distribution with the example, ``L = log(p_in / p_out)`` is
+    ``N(mu, 2 mu)`` with ``mu = sensitivity^2 / (2 sigma^2)``.
+    """
+    mu = sensitivity**2 / (2.0 * sigma**2)
+    return mu - math.sqrt(2.0 * mu) * float(ndtri(delta))
+
+
+def fil_subsampling_factor(
+    *, noise_multiplier, sample_rate, sensitivity, steps, n_samples
+):
+    """Subsampling factor kappa of the FIL accounting of DP-SGD (Guo et al. 2022).
+
+    Guo et al. (2022, section 6.1, Theorem 4 and equation 4) bound the Fisher
+    information that a subsampled noisy gradient step carries about an example by
+    ``kappa`` times its expectation over the batch, with
+    ``kappa = q / (q + (1 - q) exp(-epsilon))`` when the step's Gaussian mechanism
+    (before subsampling) is epsilon-DP. The Gaussian mechanism is only
+    (epsilon, delta')-DP, so the bound may fail with probability ``delta'``; here
+    ``delta' = 1 / (n_samples * steps)``, so that the failure probability over all
+    steps is at most ``1 / n_samples`` (union bound), as in the paper.
+
+    Parameters
+    ----------
+    noise_multiplier : float
+        Noise standard deviation in units of ``C``, >= 0. Zero gives 1.0.
+    sample_rate : float
+        Poisson sampling probability ``q``, in (0, 1]. ``1.0`` gives 1.0.
+    sensitivity : float
+        Largest per-example norm in units of ``C``, > 0 (1 for hard clipping,
+        :func:`gelu_clip_max_norm` for GELU clipping).
+    steps : int
+        Total number of steps ``T`` of the run, >= 1.
+    n_samples : int
+        Number of training examples ``n``, >= 1.
+
+    Returns
+    -------
+    kappa : float
+        The factor in ``[sample_rate, 1]`` by which to multiply the per-step Fisher
+        information of a sampled example, i.e. of ``(1 / sigma^2) J^T J`` with
+        ``sigma = noise_multiplier`` and ``J`` the Jacobian of its clipped
+        gradient in units of ``C``. 1.0 (no amplification) when
+        ``noise_multiplier`` is 0, ``sample_rate`` is 1 or ``n_samples * steps`` is
+        1 (``delta' = 1``).
+
+    See Also
+    --------
+    gaussian_epsilon : The (epsilon, delta) of the Gaussian mechanism, for comparison.
+    gelu_clip_max_norm : Sensitivity of GELU clipping.
+
+    Notes
+    -----
+    The proof below needs the density ratio bound ``p_out >= exp(-epsilon) p_in``
+    everywhere except on a set of probability ``delta'`` under ``p_in``: a tail
+    bound on the privacy loss ``L = log(p_in / p_out)``, which for the Gaussian
+    mechanism is ``N(mu, 2 mu)`` with ``mu = sensitivity^2 / (2 sigma^2)``. So
+    ``epsilon = mu + sqrt(2 mu) Phi^-1(1 - delta')``, exact at any epsilon. (The
+    (epsilon, delta') of the hockey-stick divergence, e.g.
+    :func:`gaussian_epsilon`, is smaller and would understate ``kappa``: a
+    hockey-stick bound allows the ratio to fail on a set of larger probability.)
+    Guo et al. write Algorithm 1 (line 4) with the classical
+    ``epsilon = 1.115 * 2 sqrt(2 log(1.25 / delta)) / sigma`` instead, which
+    differs in two ways:
+
+    * the classical formula is only an (epsilon, delta) guarantee for epsilon < 1;
+    * the factor 2 is the sensitivity of a sum over a batch of fixed size ``B``
+      under replacing one example (their Theorem 4 samples ``B``-subsets and
+      compares batches that differ in one element). With Poisson sampling, as here,
+      the proof compares the batch with and without the example (add or remove
+      one), and the sensitivity is the largest clipped norm: 1 for hard clipping,
+      about 1.115 for GELU clipping.
+
+    The Poisson version of the proof: the output density is the mixture
+    ``q p_in + (1 - q) p_out`` in which only ``p_in`` depends on the example, so the
+    Fisher information is at most
+    ``q^2 integral (p_in')^2 / (q p_in + (1 - q) p_out)``; where
+    ``p_out >= exp(-epsilon) p_in`` this is ``kappa`` times ``q`` times the Fisher
+    information of ``p_in``, i.e. ``kappa`` times the expectation over the batch.
+    The "failure with probability delta'" is the paper's treatment of the points
+    where that ratio bound does not hold.
+
+    References
+    ----------
+    Guo, C., Karrer, B., Chaudhuri, K. and van der Maaten, L. "Bounding training data
+    reconstruction in private (deep) learning." ICML 2022, section 6.1 (Theorem 4,
+    equation 4) and Algorithm 1.
+
+    Balle, B. and Wang, Y.-X. "Improving the Gaussian mechanism for differential
+    privacy: analytical calibration and optimal denoising." ICML 2018.
+
+    Examples
+    --------
+    >>> from sklearn_fil.accounting import fil_subsampling_factor
+    >>> round(fil_subsampling_factor(noise_multiplier=2.0, sample_rate=0.01,
+    ...                              sensitivity=1.0, steps=1000, n_samples=1000), 4)
+    0.1097
+    >>> fil_subsampling_factor(noise_multiplier=2.0, sample_rate=1.0,
+    ...                        sensitivity=1.0, steps=1000, n_samples=1000)
+    1.0
+    """
+    noise_multiplier, sample_rate, sensitivity = _check_dpsgd_params(
+        noise_multiplier, sample_rate, sensitivity
+    )
+    steps = _check_integer(steps, "steps", low=1)
+    n_samples = _check_integer(n_samples, "n_samples", low=1)
+    failures = n_samples * steps
+    if noise_multiplier == 0.0 or sample_rate == 1.0 or failures == 1:
+        return 1.0
+    epsilon = _gaussian_loss_quantile(noise_multiplier, sensitivity, 1.0 / failures)
+    kappa = sample_rate / (sample_rate + (1.0 - sample_rate) * math.exp(-epsilon))
+    return min(kappa, 1.0)

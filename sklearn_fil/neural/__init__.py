@@ -1,0 +1,8 @@
+"""Private neural training: DP-SGD with per-example privacy accounting."""
+
+# Authors: The sklearn-fil developers
+# SPDX-License-Identifier: BSD-3-Clause
+
+from sklearn_fil.neural._dpsgd import DPSGDClassifier
+
+__all__ = ["DPSGDClassifier"]

@@ -1,0 +1,579 @@
+"""DP-SGD for logistic regression and tanh MLPs, with per-example accounting."""
+
+# Authors: The sklearn-fil developers
+# SPDX-License-Identifier: BSD-3-Clause
+
+import copy
+import itertools
+import sys
+import warnings
+from numbers import Integral, Real
+from typing import ClassVar
+
+import numpy as np
+import pandas as pd
+from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.preprocessing import LabelBinarizer
+from sklearn.utils.multiclass import check_classification_targets
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+from sklearn_fil.accounting import (
+    PerInstanceAccountant,
+    dpsgd_epsilon,
+    fil_subsampling_factor,
+    gelu_clip_max_norm,
+)
+from sklearn_fil.exceptions import PrivacyLeakWarning
+from sklearn_fil.linear_model._output_perturbation import _noise_rng
+from sklearn_fil.neural._network import Network, clip_factor
+from sklearn_fil.utils._sklearn_compat import Interval, StrOptions, _fit_context
+
+_NO_NOISE_MSG = (
+    "No differential-privacy guarantee: noise_multiplier=0 adds no noise, so "
+    "epsilon is infinite and no Fisher information loss is reported."
+)
+_NO_CLIP_MSG = (
+    "No differential-privacy guarantee: clipping=None leaves the per-example "
+    "gradients unbounded, so epsilon is infinite and no Fisher information loss "
+    "is reported."
+)
+
+
+class DPSGDClassifier(ClassifierMixin, BaseEstimator):
+    """Differentially private SGD for logistic regression and tanh MLPs.
+
+    Each step samples every training example with probability ``q =
+    batch_size / n`` (Poisson sampling, which the accountants assume), clips
+    each example's gradient to norm ``max_grad_norm = C``, sums, adds
+    ``N(0, (noise_multiplier * C)^2 I)`` and divides by the expected batch size
+    ``q n`` before an SGD step with momentum. The fitted model reports, for
+    every training example, three measures of its exposure:
+
+    * ``epsilon_`` at ``delta_``: the worst-case guarantee of every example,
+      from the RDP (or PLD) accountant of ``dp-accounting``;
+    * the per-instance epsilon of Yu et al. (2022) from the example's own
+      gradient norms (column ``epsilon`` of ``privacy_report_``), at most
+      ``epsilon_``;
+    * the Fisher information loss accounting of Guo et al. (2022, section 6):
+      the trace of the Fisher information of all released steps about the
+      example's features, summed over the steps that sampled it and scaled
+      by the subsampling factor ``kappa``; columns ``fil``, ``dfil`` and
+      ``mse_bound``.
+
+    The privacy report is itself sensitive: it is computed from each
+    example's data and must not be published; publish :meth:`release` only.
+    A fixed ``random_state`` makes the noise reproducible and therefore not
+    private.
+
+    Parameters
+    ----------
+    hidden_layer_sizes : tuple of int, default=()
+        Widths of the hidden layers; ``()`` is (multinomial) logistic
+        regression.
+    activation : {"tanh", "relu"}, default="tanh"
+        Hidden activation. The FIL accounting needs a smooth network, so
+        ``"relu"`` requires ``fil_accounting=False``.
+    noise_multiplier : float, default=1.0
+        Noise standard deviation in units of ``max_grad_norm``. ``0`` trains
+        without privacy: infinite epsilon (with a
+        :class:`~sklearn_fil.exceptions.PrivacyLeakWarning`) and no FIL.
+    max_grad_norm : float, default=1.0
+        Clipping bound ``C``.
+    clipping : {"gelu", "hard"} or None, default="gelu"
+        ``"hard"``: ``g min(1, C / ||g||)``. ``"gelu"``: ``g / (GELU(||g|| / C -
+        1) + 1)``, smooth, with norms up to about ``1.1152 C`` (the exact
+        maximum, :func:`~sklearn_fil.accounting.gelu_clip_max_norm`, is the
+        sensitivity used by the accountants). ``None`` does not clip: no
+        privacy guarantee.
+    batch_size : int, default=256
+        Expected batch size; the sampling rate is ``batch_size / n``.
+    learning_rate : float, default=0.1
+        Step size.
+    momentum : float, default=0.0
+        Heavy-ball momentum in ``[0, 1)``.
+    alpha : float, default=0.0
+        L2 penalty ``alpha / 2 ||W||^2`` on the weights (not the biases);
+        it does not depend on the data, so it costs no privacy.
+    max_iter : int, default=10
+        Number of epochs; an epoch is ``round(n / batch_size)`` steps.
+    sampling : {"poisson", "shuffle"}, default="poisson"
+        ``"shuffle"`` visits every example once per epoch in fixed-size
+        batches; the accountants then compose one unsampled Gaussian
+        mechanism per epoch (no amplification by subsampling).
+    accountant : {"rdp", "pld"}, default="rdp"
+        Accountant of ``epsilon_``.
+    delta : float, default=None
+        Target delta; None means ``1 / n``.
+    fil_accounting : bool, default=True
+        Whether to account the Fisher information loss of every example.
+    fil_coordinates : int, default=None
+        Input coordinates sampled per step for an unbiased estimate of the
+        trace of each example's Fisher information; None uses all of them
+        (exact, and adds the per-feature ``fil[<feature>]`` columns).
+    norm_precision : float, default=0.01
+        Per-instance accounting rounds each gradient norm (in units of
+        ``C``) up to a multiple of this.
+    norm_refresh : int, default=None
+        Recompute every example's gradient norm with a full pass every this
+        many epochs; otherwise a norm is updated when its example is sampled
+        (every norm is computed once before training).
+    backend : {"auto", "numpy"}, default="auto"
+        Array backend.
+    random_state : int, RandomState instance or None, default=None
+        Seeds the initialisation, the sampling and the noise. None draws from
+        fresh OS entropy.
+    verbose : int, default=0
+        Print one line per epoch.
+
+    Attributes
+    ----------
+    coefs_ : list of ndarray
+        Released weights of each layer, ``(n_in, n_out)``.
+    intercepts_ : list of ndarray
+        Released biases.
+    classes_ : ndarray
+        Class labels.
+    n_iter_ : int
+        Epochs run.
+    t_ : int
+        Steps taken.
+    epsilon_ : float or None
+        Epsilon of the (epsilon, delta)-DP guarantee; None (with a warning)
+        without one.
+    delta_ : float or None
+        Its delta.
+    privacy_report_ : pandas.DataFrame
+        One row per training example: ``fil``, ``dfil``, ``mse_bound``
+        (Guo et al. Theorem 2), ``epsilon`` (per-instance), ``grad_norm``
+        (the latest clipped gradient norm in units of ``C``), ``loss`` (at
+        the released weights), and ``fil[<feature>]`` when
+        ``fil_coordinates=None``. ``fil`` is ``sqrt(Tr I_i)``, an upper
+        bound on the spectral FIL (the largest eigenvalue of a sum of
+        per-step matrices is not a sum of per-step quantities).
+    n_features_in_ : int
+        Number of features.
+    feature_names_in_ : ndarray of str
+        Feature names, when X was a DataFrame.
+
+    References
+    ----------
+    Abadi et al. (2016), *Deep learning with differential privacy*, CCS.
+    Yu et al. (2022), *Per-instance privacy accounting for differentially
+    private stochastic gradient descent*.
+    Guo, Karrer, Chaudhuri & van der Maaten (2022), *Bounding training data
+    reconstruction in private (deep) learning*, ICML.
+
+    Examples
+    --------
+    >>> from sklearn.datasets import make_classification
+    >>> from sklearn_fil.neural import DPSGDClassifier
+    >>> X, y = make_classification(n_samples=500, n_features=5, random_state=0)
+    >>> clf = DPSGDClassifier(noise_multiplier=1.0, batch_size=50, max_iter=5,
+    ...                       learning_rate=0.5, random_state=0).fit(X, y)
+    >>> round(clf.epsilon_, 2) > 0
+    True
+    >>> list(clf.privacy_report_.columns[:6])
+    ['fil', 'dfil', 'mse_bound', 'epsilon', 'grad_norm', 'loss']
+    """
+
+    _parameter_constraints: ClassVar[dict] = {
+        "hidden_layer_sizes": [tuple, list],
+        "activation": [StrOptions({"tanh", "relu"})],
+        "noise_multiplier": [Interval(Real, 0, None, closed="left")],
+        "max_grad_norm": [Interval(Real, 0, None, closed="neither")],
+        "clipping": [StrOptions({"gelu", "hard"}), None],
+        "batch_size": [Interval(Integral, 1, None, closed="left")],
+        "learning_rate": [Interval(Real, 0, None, closed="neither")],
+        "momentum": [Interval(Real, 0, 1, closed="left")],
+        "alpha": [Interval(Real, 0, None, closed="left")],
+        "max_iter": [Interval(Integral, 1, None, closed="left")],
+        "sampling": [StrOptions({"poisson", "shuffle"})],
+        "accountant": [StrOptions({"rdp", "pld"})],
+        "delta": [None, Interval(Real, 0, 1, closed="neither")],
+        "fil_accounting": ["boolean"],
+        "fil_coordinates": [None, Interval(Integral, 1, None, closed="left")],
+        "norm_precision": [Interval(Real, 0, None, closed="neither")],
+        "norm_refresh": [None, Interval(Integral, 1, None, closed="left")],
+        "backend": [StrOptions({"auto", "numpy"})],
+        "random_state": ["random_state"],
+        "verbose": ["verbose"],
+    }
+
+    def __init__(
+        self,
+        *,
+        hidden_layer_sizes=(),
+        activation="tanh",
+        noise_multiplier=1.0,
+        max_grad_norm=1.0,
+        clipping="gelu",
+        batch_size=256,
+        learning_rate=0.1,
+        momentum=0.0,
+        alpha=0.0,
+        max_iter=10,
+        sampling="poisson",
+        accountant="rdp",
+        delta=None,
+        fil_accounting=True,
+        fil_coordinates=None,
+        norm_precision=0.01,
+        norm_refresh=None,
+        backend="auto",
+        random_state=None,
+        verbose=0,
+    ):
+        self.hidden_layer_sizes = hidden_layer_sizes
+        self.activation = activation
+        self.noise_multiplier = noise_multiplier
+        self.max_grad_norm = max_grad_norm
+        self.clipping = clipping
+        self.batch_size = batch_size
+        self.learning_rate = learning_rate
+        self.momentum = momentum
+        self.alpha = alpha
+        self.max_iter = max_iter
+        self.sampling = sampling
+        self.accountant = accountant
+        self.delta = delta
+        self.fil_accounting = fil_accounting
+        self.fil_coordinates = fil_coordinates
+        self.norm_precision = norm_precision
+        self.norm_refresh = norm_refresh
+        self.backend = backend
+        self.random_state = random_state
+        self.verbose = verbose
+
+    def _check_settings(self, n):
+        """Checks that need the data or several parameters at once."""
+        sizes = tuple(self.hidden_layer_sizes)
+        if not all(isinstance(s, Integral) and s >= 1 for s in sizes):
+            raise ValueError(
+                f"hidden_layer_sizes must hold positive integers; got {sizes!r}."
+            )
+        if self.batch_size > n:
+            raise ValueError(
+                f"batch_size={self.batch_size} exceeds the number of examples ({n})."
+            )
+        if self.fil_accounting and sizes and self.activation != "tanh":
+            raise ValueError(
+                "The Fisher information loss needs a smooth network: "
+                f"activation={self.activation!r} is not differentiable. Use "
+                "activation='tanh' or fil_accounting=False."
+            )
+        return sizes
+
+    def fit(self, X, y):
+        """Train with DP-SGD and account every example's exposure.
+
+        Parameters
+        ----------
+        X : {array-like, DataFrame} of shape (n_samples, n_features)
+            Training data, the private features.
+        y : array-like of shape (n_samples,)
+            Class labels.
+
+        Returns
+        -------
+        self : object
+            Fitted estimator.
+        """
+        # A failed fit leaves no fitted state, not even a previous fit's.
+        self._clear_fitted_state()
+        try:
+            return self._fit(X, y)
+        except BaseException:
+            self._clear_fitted_state()
+            raise
+
+    def _clear_fitted_state(self):
+        for attr in [a for a in vars(self) if a.endswith("_")]:
+            delattr(self, attr)
+        vars(self).pop("_guarantee_state", None)
+
+    @_fit_context(prefer_skip_nested_validation=True)
+    def _fit(self, X, y):
+        index = X.index.copy() if isinstance(X, pd.DataFrame) else None
+        X, y = validate_data(self, X, y, dtype=np.float64, ensure_min_samples=2)
+        check_classification_targets(y)
+        n, d = X.shape
+        sizes = self._check_settings(n)
+        binarizer = LabelBinarizer().fit(y)
+        if binarizer.classes_.size < 2:
+            raise ValueError(
+                "DPSGDClassifier needs at least 2 classes; got "
+                f"{binarizer.classes_.size}."
+            )
+        Y = binarizer.transform(y).astype(np.float64)
+        rng = _noise_rng(self.random_state)
+        net = self._init_network(d, sizes, Y.shape[1], rng)
+        privacy = self._train(net, X, Y, rng)
+
+        self.coefs_ = net.coefs
+        self.intercepts_ = net.intercepts
+        self.classes_ = binarizer.classes_
+        logits = net.forward(X)[1]
+        report = {
+            "fil": privacy["fil"],
+            "dfil": privacy["dfil"],
+            "mse_bound": privacy["mse_bound"],
+            "epsilon": privacy["epsilon"],
+            "grad_norm": privacy["grad_norm"],
+            "loss": net.loss(logits, Y),
+        }
+        if privacy["attribute_fil"] is not None:
+            names = getattr(self, "feature_names_in_", [f"x{j}" for j in range(d)])
+            for j, name in enumerate(names):
+                report[f"fil[{name}]"] = privacy["attribute_fil"][:, j]
+        self.privacy_report_ = pd.DataFrame(
+            report,
+            index=pd.RangeIndex(n, name="sample") if index is None else index,
+        )
+        self._guarantee_state = privacy["guarantee"]
+        return self
+
+    def _init_network(self, d, sizes, n_out, rng):
+        """Zeros for logistic regression; Glorot uniform for an MLP."""
+        widths = [d, *sizes, n_out]
+        coefs, intercepts = [], []
+        for fan_in, fan_out in itertools.pairwise(widths):
+            if sizes:
+                bound = np.sqrt(6.0 / (fan_in + fan_out))
+                coefs.append(rng.uniform(-bound, bound, size=(fan_in, fan_out)))
+                intercepts.append(rng.uniform(-bound, bound, size=fan_out))
+            else:
+                coefs.append(np.zeros((fan_in, fan_out)))
+                intercepts.append(np.zeros(fan_out))
+        return Network(coefs, intercepts, self.activation)
+
+    def _train(self, net, X, Y, rng):
+        n, d = X.shape
+        C = self.max_grad_norm
+        sigma = self.noise_multiplier
+        private = sigma > 0 and self.clipping is not None
+        poisson = self.sampling == "poisson"
+        q = self.batch_size / n
+        steps_per_epoch = max(1, round(n / self.batch_size))
+        total_steps = steps_per_epoch * self.max_iter
+        sensitivity = gelu_clip_max_norm(1.0) if self.clipping == "gelu" else 1.0
+        delta = 1.0 / n if self.delta is None else self.delta
+
+        per_instance = None
+        if private:
+            per_instance = PerInstanceAccountant(
+                n,
+                noise_multiplier=sigma,
+                sample_rate=q if poisson else 1.0,
+                sensitivity=sensitivity,
+                precision=self.norm_precision,
+            )
+        fil_on = private and self.fil_accounting
+        coords_all = np.arange(d)
+        fil_trace = np.zeros(n) if fil_on else None
+        attr_sq = np.zeros((n, d)) if fil_on and self.fil_coordinates is None else None
+        kappa = 1.0
+        if fil_on and poisson:
+            kappa = fil_subsampling_factor(
+                noise_multiplier=sigma,
+                sample_rate=q,
+                sensitivity=sensitivity,
+                steps=total_steps,
+                n_samples=n,
+            )
+        scale = kappa / (sigma * C) ** 2 if fil_on else 0.0
+
+        norms = self._full_pass_norms(net, X, Y)  # latest clipped norm / C
+        velocity = [
+            (np.zeros_like(W), np.zeros_like(b))
+            for W, b in zip(net.coefs, net.intercepts, strict=True)
+        ]
+        t = 0
+        for epoch in range(1, self.max_iter + 1):
+            if self.norm_refresh and epoch > 1 and (epoch - 1) % self.norm_refresh == 0:
+                norms = self._full_pass_norms(net, X, Y)
+            batches = (
+                (np.flatnonzero(rng.random(n) < q) for _ in range(steps_per_epoch))
+                if poisson
+                else np.array_split(rng.permutation(n), steps_per_epoch)
+            )
+            for idx in batches:
+                t += 1
+                divisor = q * n if poisson else max(idx.size, 1)
+                grads = [
+                    (np.zeros_like(W), np.zeros_like(b))
+                    for W, b in zip(net.coefs, net.intercepts, strict=True)
+                ]
+                if idx.size:
+                    Xb, Yb = X[idx], Y[idx]
+                    acts, logits = net.forward(Xb)
+                    deltas = net.backward(acts, logits, Yb)
+                    g_norm = net.grad_norms(acts, deltas)
+                    c, dc = clip_factor(g_norm, C, self.clipping)
+                    grads = net.weighted_sum(acts, deltas, c)
+                    norms[idx] = np.minimum(c * g_norm / C, sensitivity)
+                    if fil_on:
+                        coords = coords_all
+                        if (
+                            self.fil_coordinates is not None
+                            and self.fil_coordinates < d
+                        ):
+                            coords = np.sort(
+                                rng.choice(d, self.fil_coordinates, replace=False)
+                            )
+                        sq = net.jacobian_sq_norms(
+                            acts, logits, deltas, g_norm, c, dc, coords
+                        )
+                        fil_trace[idx] += scale * sq.sum(axis=1) * (d / coords.size)
+                        if attr_sq is not None:
+                            attr_sq[idx] += scale * sq
+                if per_instance is not None:
+                    per_instance.step(norms)
+                for layer, (gW, gb) in enumerate(grads):
+                    W, b = net.coefs[layer], net.intercepts[layer]
+                    if sigma > 0:
+                        gW = gW + rng.normal(0.0, sigma * C, size=W.shape)
+                        gb = gb + rng.normal(0.0, sigma * C, size=b.shape)
+                    gW = gW / divisor + self.alpha * W
+                    gb = gb / divisor
+                    vW, vb = velocity[layer]
+                    vW = self.momentum * vW + gW
+                    vb = self.momentum * vb + gb
+                    velocity[layer] = (vW, vb)
+                    W -= self.learning_rate * vW
+                    b -= self.learning_rate * vb
+            if self.verbose:
+                print(
+                    f"DPSGDClassifier: epoch {epoch}/{self.max_iter}, {t} steps",
+                    file=sys.stderr,
+                )
+        self.n_iter_ = self.max_iter
+        self.t_ = t
+
+        if not private:
+            reason = _NO_NOISE_MSG if sigma == 0 else _NO_CLIP_MSG
+            guarantee = {"epsilon": None, "delta": None, "reason": reason}
+            nan = np.full(n, np.nan)
+            return {
+                "fil": nan,
+                "dfil": nan,
+                "mse_bound": nan,
+                "epsilon": np.full(n, np.inf),
+                "grad_norm": norms,
+                "attribute_fil": None,
+                "guarantee": guarantee,
+            }
+        epsilon = dpsgd_epsilon(
+            noise_multiplier=sigma,
+            sample_rate=q if poisson else 1.0,
+            steps=t if poisson else self.max_iter,
+            delta=delta,
+            sensitivity=sensitivity,
+            accountant=self.accountant,
+        )
+        guarantee = {"epsilon": epsilon, "delta": delta, "reason": None}
+        if fil_on:
+            dfil = np.sqrt(fil_trace / d)
+            fil = np.sqrt(fil_trace)
+            with np.errstate(divide="ignore"):
+                mse_bound = 1.0 / dfil**2
+        else:
+            fil = dfil = mse_bound = np.full(n, np.nan)
+        return {
+            "fil": fil,
+            "dfil": dfil,
+            "mse_bound": mse_bound,
+            "epsilon": per_instance.epsilon(delta) if poisson else np.full(n, epsilon),
+            "grad_norm": norms,
+            "attribute_fil": None if attr_sq is None else np.sqrt(attr_sq),
+            "guarantee": guarantee,
+        }
+
+    def _full_pass_norms(self, net, X, Y):
+        """Every example's clipped gradient norm in units of ``C``."""
+        acts, logits = net.forward(X)
+        g_norm = net.grad_norms(acts, net.backward(acts, logits, Y))
+        c, _ = clip_factor(g_norm, self.max_grad_norm, self.clipping)
+        return c * g_norm / self.max_grad_norm
+
+    def _guaranteed(self, key):
+        check_is_fitted(self)
+        state = self._guarantee_state
+        if state["reason"] is not None:
+            warnings.warn(state["reason"], PrivacyLeakWarning, stacklevel=3)
+            return None
+        return state[key]
+
+    @property
+    def epsilon_(self):
+        """Epsilon of the (epsilon, delta)-DP guarantee, or None (with a warning)."""
+        return self._guaranteed("epsilon")
+
+    @property
+    def delta_(self):
+        """Delta of the (epsilon, delta)-DP guarantee, or None (with a warning)."""
+        return self._guaranteed("delta")
+
+    def _network(self):
+        check_is_fitted(self)
+        return Network(self.coefs_, self.intercepts_, self.activation)
+
+    def predict_proba(self, X):
+        """Class probabilities of the released model.
+
+        Parameters
+        ----------
+        X : {array-like, DataFrame} of shape (n_samples, n_features)
+            Samples.
+
+        Returns
+        -------
+        proba : ndarray of shape (n_samples, n_classes)
+            Probability of each class, in the order of ``classes_``.
+        """
+        net = self._network()
+        X = validate_data(self, X, dtype=np.float64, reset=False)
+        p = net.proba(net.forward(X)[1])
+        return np.hstack([1.0 - p, p]) if net.binary else p
+
+    def predict(self, X):
+        """Predict class labels with the released model.
+
+        Parameters
+        ----------
+        X : {array-like, DataFrame} of shape (n_samples, n_features)
+            Samples.
+
+        Returns
+        -------
+        y_pred : ndarray of shape (n_samples,)
+            Predicted labels.
+        """
+        return self.classes_[np.argmax(self.predict_proba(X), axis=1)]
+
+    def release(self):
+        """A copy holding only what may be published.
+
+        Returns
+        -------
+        released : DPSGDClassifier
+            The released weights, ``classes_``, the feature metadata, the
+            constructor parameters except ``random_state`` and the DP
+            guarantee; no privacy report.
+        """
+        check_is_fitted(self)
+        params = self.get_params(deep=False)
+        params["random_state"] = None
+        released = type(self)(**params)
+        for name in (
+            "coefs_",
+            "intercepts_",
+            "classes_",
+            "n_features_in_",
+            "feature_names_in_",
+            "n_iter_",
+            "t_",
+        ):
+            if name in vars(self):
+                setattr(released, name, copy.deepcopy(getattr(self, name)))
+        released._guarantee_state = dict(self._guarantee_state)
+        return released

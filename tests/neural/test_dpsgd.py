@@ -1,0 +1,279 @@
+# Authors: The sklearn-fil developers
+# SPDX-License-Identifier: BSD-3-Clause
+"""DPSGDClassifier: training, accounting and the privacy report."""
+
+import warnings
+
+import dp_accounting
+import numpy as np
+import pytest
+from numpy.testing import assert_allclose
+from scipy.special import expit
+from sklearn.datasets import make_classification
+from sklearn.utils._param_validation import InvalidParameterError
+
+from sklearn_fil.accounting import gelu_clip_max_norm
+from sklearn_fil.exceptions import PrivacyLeakWarning
+from sklearn_fil.neural import DPSGDClassifier
+from sklearn_fil.neural._network import Network, clip_factor
+
+
+def _data(n=120, d=4, classes=2, seed=0):
+    X, y = make_classification(
+        n_samples=n,
+        n_features=d,
+        n_informative=d,
+        n_redundant=0,
+        n_classes=classes,
+        n_clusters_per_class=1,
+        random_state=seed,
+    )
+    return X / np.linalg.norm(X, axis=1).max(), y
+
+
+@pytest.mark.parametrize("momentum", [0.0, 0.5])
+def test_no_noise_no_clipping_is_plain_minibatch_sgd(momentum):
+    # Logistic regression from zeros, shuffled batches: the same updates as a
+    # hand-written mini-batch SGD on the mean gradient, with the same shuffles.
+    X, y = _data()
+    clf = DPSGDClassifier(
+        noise_multiplier=0.0,
+        clipping=None,
+        sampling="shuffle",
+        batch_size=30,
+        learning_rate=0.3,
+        momentum=momentum,
+        max_iter=3,
+        random_state=0,
+    )
+    with pytest.warns(PrivacyLeakWarning):
+        clf.fit(X, y)
+        assert clf.epsilon_ is None
+    rs = np.random.RandomState(0)
+    w, b, vw, vb = np.zeros(4), 0.0, np.zeros(4), 0.0
+    for _ in range(3):
+        for idx in np.array_split(rs.permutation(len(X)), 4):
+            r = expit(X[idx] @ w + b) - y[idx]
+            gw, gb = X[idx].T @ r / idx.size, r.mean()
+            vw, vb = momentum * vw + gw, momentum * vb + gb
+            w, b = w - 0.3 * vw, b - 0.3 * vb
+    assert_allclose(clf.coefs_[0][:, 0], w, rtol=1e-12)
+    assert_allclose(clf.intercepts_[0][0], b, rtol=1e-12)
+    assert np.isnan(clf.privacy_report_["fil"]).all()
+
+
+@pytest.mark.parametrize("clipping", ["gelu", "hard"])
+@pytest.mark.parametrize("accountant", ["rdp", "pld"])
+def test_epsilon_matches_dp_accounting(clipping, accountant):
+    X, y = _data(n=200)
+    clf = DPSGDClassifier(
+        noise_multiplier=1.3,
+        clipping=clipping,
+        batch_size=20,
+        max_iter=2,
+        accountant=accountant,
+        fil_accounting=False,
+        random_state=0,
+    ).fit(X, y)
+    q, steps = 20 / 200, clf.t_
+    assert steps == 20
+    sensitivity = 1.0 if clipping == "hard" else gelu_clip_max_norm(1.0)
+    event = dp_accounting.SelfComposedDpEvent(
+        dp_accounting.PoissonSampledDpEvent(
+            q, dp_accounting.GaussianDpEvent(1.3 / sensitivity)
+        ),
+        steps,
+    )
+    acc = (
+        dp_accounting.rdp.RdpAccountant()
+        if accountant == "rdp"
+        else dp_accounting.pld.PLDAccountant()
+    )
+    expected = acc.compose(event).get_epsilon(1 / 200)
+    assert clf.epsilon_ == pytest.approx(expected, rel=1e-9)
+    assert clf.delta_ == 1 / 200
+    per_instance = clf.privacy_report_["epsilon"]
+    if accountant == "rdp":
+        assert (per_instance <= clf.epsilon_ * (1 + 1e-12)).all()
+
+
+def test_per_instance_epsilon_is_below_the_global_one_and_varies():
+    X, y = _data(n=300)
+    clf = DPSGDClassifier(
+        noise_multiplier=1.0, batch_size=30, max_iter=3, random_state=0
+    ).fit(X, y)
+    eps = clf.privacy_report_["epsilon"].to_numpy()
+    assert (eps <= clf.epsilon_ * (1 + 1e-12)).all()
+    assert eps.min() < 0.9 * clf.epsilon_  # small gradients cost less privacy
+    norms = clf.privacy_report_["grad_norm"].to_numpy()
+    assert ((norms >= 0) & (norms <= gelu_clip_max_norm(1.0) + 1e-12)).all()
+
+
+def _clipped_gradient(net, x, y, C, clipping):
+    acts, logits = net.forward(x[None])
+    deltas = net.backward(acts, logits, y[None])
+    g = np.concatenate(
+        [
+            np.concatenate([np.outer(a[0], d[0]).ravel(), d[0]])
+            for a, d in zip(acts, deltas, strict=True)
+        ]
+    )
+    return clip_factor(np.linalg.norm(g)[None], C, clipping)[0][0] * g
+
+
+def _trace_by_finite_differences(net, X, Y, C, clipping):
+    h = 1e-6
+    out = np.zeros(X.shape)
+    for i in range(X.shape[0]):
+        for j in range(X.shape[1]):
+            e = np.zeros(X.shape[1])
+            e[j] = h
+            col = (
+                _clipped_gradient(net, X[i] + e, Y[i], C, clipping)
+                - _clipped_gradient(net, X[i] - e, Y[i], C, clipping)
+            ) / (2 * h)
+            out[i, j] = col @ col
+    return out
+
+
+@pytest.mark.parametrize("hidden", [(), (3,)])
+def test_fil_sums_the_per_step_fisher_information(hidden):
+    # Shuffled batches visit every example once per epoch, and a vanishing
+    # learning rate keeps the weights at their initial values: the FIL is then
+    # epochs * ||J_i||_F^2 / (sigma C)^2, with J_i from finite differences.
+    X, y = _data(n=24, d=3)
+    sigma, C, epochs = 2.0, 0.5, 3
+    clf = DPSGDClassifier(
+        hidden_layer_sizes=hidden,
+        noise_multiplier=sigma,
+        max_grad_norm=C,
+        batch_size=8,
+        sampling="shuffle",
+        learning_rate=1e-300,
+        max_iter=epochs,
+        random_state=0,
+    ).fit(X, y)
+    net = Network(clf.coefs_, clf.intercepts_, "tanh")  # = the initial weights
+    Y = y[:, None].astype(float)
+    per_coord = _trace_by_finite_differences(net, X, Y, C, "gelu")
+    expected = epochs * per_coord / (sigma * C) ** 2
+    report = clf.privacy_report_
+    assert_allclose(report["fil"] ** 2, expected.sum(axis=1), rtol=1e-6)
+    assert_allclose(report["dfil"] ** 2, expected.sum(axis=1) / 3, rtol=1e-6)
+    assert_allclose(report["mse_bound"], 3 / expected.sum(axis=1), rtol=1e-6)
+    for j in range(3):
+        assert_allclose(report[f"fil[x{j}]"] ** 2, expected[:, j], rtol=1e-6)
+
+
+def test_sampled_coordinates_estimate_the_trace_without_bias():
+    X, y = _data(n=10, d=6)
+    params = dict(
+        noise_multiplier=1.0,
+        batch_size=10,
+        sampling="shuffle",
+        learning_rate=1e-300,
+        max_iter=400,
+        random_state=0,
+    )
+    full = DPSGDClassifier(**params).fit(X, y)
+    sampled = DPSGDClassifier(**params, fil_coordinates=2).fit(X, y)
+    ratio = sampled.privacy_report_["fil"] ** 2 / full.privacy_report_["fil"] ** 2
+    # 400 draws of 2 of 6 coordinates: relative sampling error of a few percent
+    assert_allclose(ratio, 1.0, atol=0.15)
+    assert "fil[x0]" not in sampled.privacy_report_
+
+
+def test_per_step_fisher_information_against_monte_carlo_scores():
+    # The released step is o = g~(x) + N(0, (sigma C)^2 I) (one example in the
+    # batch). The score of o about x, d log p(o | x) / dx, computed by finite
+    # differences of the Gaussian log-density, has covariance J^T J / (sigma C)^2.
+    rng = np.random.default_rng(0)
+    net = Network([rng.standard_normal((3, 1))], [np.array([0.2])], "tanh")
+    x, y = np.array([0.4, -0.3, 0.8]), np.array([1.0])
+    sigma, C = 0.7, 0.6
+    mean = _clipped_gradient(net, x, y, C, "gelu")
+    h = 1e-6
+    columns = []
+    for j in range(3):
+        e = np.zeros(3)
+        e[j] = h
+        columns.append(
+            (
+                _clipped_gradient(net, x + e, y, C, "gelu")
+                - _clipped_gradient(net, x - e, y, C, "gelu")
+            )
+            / (2 * h)
+        )
+    J = np.column_stack(columns)
+    noise = rng.normal(0.0, sigma * C, size=(20000, mean.size))
+    scores = noise @ J / (sigma * C) ** 2  # d/dx of -||o - mean(x)||^2 / (2 s^2)
+    fim_mc = scores.T @ scores / len(scores)
+    acts, logits = net.forward(x[None])
+    deltas = net.backward(acts, logits, y[None])
+    norms = net.grad_norms(acts, deltas)
+    c, dc = clip_factor(norms, C, "gelu")
+    diag = net.jacobian_sq_norms(acts, logits, deltas, norms, c, dc, np.arange(3))[0]
+    se = np.sqrt(2.0 / len(scores)) * np.diag(fim_mc)
+    assert np.all(np.abs(np.diag(fim_mc) - diag / (sigma * C) ** 2) < 4 * se)
+
+
+def test_multiclass_mlp_learns_and_predicts():
+    X, y = _data(n=300, d=4, classes=3)
+    clf = DPSGDClassifier(
+        hidden_layer_sizes=(8,),
+        noise_multiplier=0.5,
+        batch_size=30,
+        learning_rate=0.5,
+        max_iter=15,
+        random_state=0,
+    ).fit(X * 5, y)
+    proba = clf.predict_proba(X * 5)
+    assert proba.shape == (300, 3)
+    assert_allclose(proba.sum(axis=1), 1.0)
+    assert clf.score(X * 5, y) > 0.6
+    assert set(clf.predict(X * 5)) <= set(clf.classes_)
+
+
+def test_release_keeps_the_guarantee_and_drops_the_report():
+    X, y = _data()
+    clf = DPSGDClassifier(batch_size=20, max_iter=1, random_state=0).fit(X, y)
+    released = clf.release()
+    assert not hasattr(released, "privacy_report_")
+    assert released.epsilon_ == clf.epsilon_
+    assert released.random_state is None
+    assert_allclose(released.predict_proba(X), clf.predict_proba(X))
+
+
+def test_bad_input_and_failed_fit_leaves_nothing():
+    X, y = _data()
+    with pytest.raises(InvalidParameterError):
+        DPSGDClassifier(noise_multiplier=-1.0).fit(X, y)
+    with pytest.raises(InvalidParameterError):
+        DPSGDClassifier(max_grad_norm=0.0).fit(X, y)
+    with pytest.raises(InvalidParameterError):
+        DPSGDClassifier(batch_size=0).fit(X, y)
+    with pytest.raises(ValueError, match="exceeds the number of examples"):
+        DPSGDClassifier(batch_size=1000).fit(X, y)
+    with pytest.raises(ValueError, match="smooth network"):
+        DPSGDClassifier(hidden_layer_sizes=(4,), activation="relu", batch_size=20).fit(
+            X, y
+        )
+    DPSGDClassifier(
+        hidden_layer_sizes=(4,),
+        activation="relu",
+        fil_accounting=False,
+        batch_size=20,
+        max_iter=1,
+    ).fit(X, y)
+    clf = DPSGDClassifier(batch_size=20, max_iter=1, random_state=0).fit(X, y)
+    X_bad = X.copy()
+    X_bad[0, 0] = np.nan
+    with pytest.raises(ValueError, match="NaN"):
+        clf.fit(X_bad, y)
+    assert not [a for a in vars(clf) if a.endswith("_")]
+    with pytest.raises(ValueError, match="2 classes"):
+        DPSGDClassifier(batch_size=20).fit(X, np.zeros(len(X)))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a private fit warns about nothing
+        fitted = DPSGDClassifier(batch_size=20, max_iter=1, random_state=0).fit(X, y)
+        assert fitted.epsilon_ > 0
