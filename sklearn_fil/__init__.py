@@ -12,6 +12,7 @@ from sklearn_fil.linear_model import (
     OutputPerturbedLinearRegression,
     OutputPerturbedLogisticRegression,
 )
+from sklearn_fil.neural import DPSGDClassifier
 
 try:
     __version__ = version("sklearn-fil")
@@ -19,6 +20,7 @@ except PackageNotFoundError:  # pragma: no cover - running from a source tree
     __version__ = "0.0.0+unknown"
 
 __all__ = [
+    "DPSGDClassifier",
     "IRFILClassifier",
     "IRFILRegressor",
     "OutputPerturbedLinearRegression",

@@ -20,7 +20,7 @@ from numbers import Integral
 
 import numpy as np
 from scipy.optimize import brentq
-from scipy.special import ndtr, ndtri
+from scipy.special import gammaln, logsumexp, ndtr, ndtri
 
 from sklearn_fil.accounting._gaussian import _check_scalar
 
@@ -62,6 +62,31 @@ def _poisson_gaussian_rdp_cached(sample_rate, noise_multiplier, orders):
         q=sample_rate, noise_multiplier=noise_multiplier, orders=orders
     )
     return np.asarray(rdp, dtype=np.float64)
+
+
+def _poisson_gaussian_rdp_integer(sample_rate, noise_multiplier, orders):
+    """:func:`_poisson_gaussian_rdp` at integer orders, vectorised over the orders.
+
+    The binomial expansion of Mironov, Talwar & Zhang (2019, section 3.3) that
+    ``dp_accounting`` evaluates term by term in Python, as one log-sum-exp:
+    ``log A_a = logsumexp_k [log C(a, k) + k log q + (a - k) log(1 - q) + (k^2 -
+    k) / (2 sigma^2)]`` and ``RDP_a = log A_a / (a - 1)``, for ``0 < q < 1`` and
+    ``sigma > 0``. About 100 times faster; equal to it to rounding (tested).
+    """
+    orders = np.asarray(orders, dtype=np.float64)
+    k = np.arange(int(orders.max()) + 1, dtype=np.float64)
+    a = orders[:, None]
+    with np.errstate(invalid="ignore"):
+        terms = (
+            gammaln(a + 1.0)
+            - gammaln(k + 1.0)
+            - gammaln(a - k + 1.0)
+            + k * math.log(sample_rate)
+            + (a - k) * math.log1p(-sample_rate)
+            + (k * k - k) / (2.0 * noise_multiplier**2)
+        )
+    terms = np.where(k <= a, terms, -np.inf)
+    return logsumexp(terms, axis=1) / (orders - 1.0)
 
 
 def _rdp_to_epsilon_rows(orders, rdp, delta):
@@ -499,18 +524,23 @@ class PerInstanceAccountant:
 
     def _level_rdp(self, levels):
         """RDP vectors of the given level indices, shape (len(levels), n_orders)."""
-        rows = []
+        integer = np.all(self._orders == np.round(self._orders))
         for level in levels.tolist():
-            if level not in self._cache:
-                norm = min(level * self.precision, self.sensitivity)
-                if norm == 0.0:
-                    value = np.zeros(self._orders.size, dtype=np.float64)
-                else:
-                    value = _poisson_gaussian_rdp(
-                        self.sample_rate, self.noise_multiplier / norm, self._orders
-                    )
-                self._cache[level] = value
-            rows.append(self._cache[level])
+            if level in self._cache:
+                continue
+            norm = min(level * self.precision, self.sensitivity)
+            if norm == 0.0:
+                value = np.zeros(self._orders.size, dtype=np.float64)
+            elif integer and 0.0 < self.sample_rate < 1.0 and self.noise_multiplier:
+                value = _poisson_gaussian_rdp_integer(
+                    self.sample_rate, self.noise_multiplier / norm, self._orders
+                )
+            else:
+                value = _poisson_gaussian_rdp(
+                    self.sample_rate, self.noise_multiplier / norm, self._orders
+                )
+            self._cache[level] = value
+        rows = [self._cache[level] for level in levels.tolist()]
         return np.array(rows, dtype=np.float64).reshape(len(rows), self._orders.size)
 
     def step(self, norms):

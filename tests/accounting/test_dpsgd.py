@@ -683,3 +683,23 @@ def test_vectorised_rdp_conversion_equals_dp_accounting():
     for delta in (1e-5, 0.1):
         expected = [compute_epsilon(orders, row, delta)[0] for row in rows]
         assert_allclose(_rdp_to_epsilon_rows(orders, rows, delta), expected, rtol=1e-14)
+
+
+@pytest.mark.parametrize("sample_rate", [1e-4, 0.01, 0.3, 0.99])
+@pytest.mark.parametrize("noise_multiplier", [0.3, 0.9, 4.0, 100.0])
+def test_vectorised_integer_order_rdp_equals_dp_accounting(
+    sample_rate, noise_multiplier
+):
+    from dp_accounting.rdp.rdp_privacy_accountant import (
+        _compute_rdp_poisson_subsampled_gaussian,
+    )
+
+    from sklearn_fil.accounting._dpsgd import _poisson_gaussian_rdp_integer
+
+    orders = np.array([2, 3, 5, 8, 16, 32, 63, 128, 1024], dtype=float)
+    expected = _compute_rdp_poisson_subsampled_gaussian(
+        q=sample_rate, noise_multiplier=noise_multiplier, orders=orders
+    )
+    got = _poisson_gaussian_rdp_integer(sample_rate, noise_multiplier, orders)
+    # both are log(1 + x) of a sum near 1 when the RDP is tiny: absolute rounding
+    assert_allclose(got, expected, rtol=1e-10, atol=1e-15)
