@@ -492,7 +492,11 @@ class PerInstanceAccountant:
         else:
             self._counts = None
             self._rdp = np.zeros((self.n_samples, n_orders), dtype=np.float64)
-        self._rows = np.arange(self.n_samples)
+        # Each example's current level and the step it began at: steps at an
+        # unchanged level are added in one go when it changes (or when read), so
+        # a step that updates a few examples costs O(few), not O(n).
+        self._level = np.full(self.n_samples, self._top, dtype=np.intp)
+        self._since = np.zeros(self.n_samples, dtype=np.int64)
         self._n_steps = 0
 
     @property
@@ -508,14 +512,21 @@ class PerInstanceAccountant:
     @property
     def rdp(self):
         """Accumulated RDP, ndarray of shape (n_samples, n_orders)."""
+        pending = (self._n_steps - self._since).astype(np.float64)
         if self._counts is None:
-            return self._rdp.copy()
-        present = np.flatnonzero(self._counts.any(axis=0))
+            present, inverse = np.unique(self._level, return_inverse=True)
+            table = self._level_rdp(present)[inverse.reshape(-1)]
+            with np.errstate(invalid="ignore"):  # 0 pending steps at an inf level
+                extra = np.where(pending[:, None] > 0, pending[:, None] * table, 0.0)
+            return self._rdp + extra
+        counts = self._counts.copy()
+        counts[np.arange(self.n_samples), self._level] += pending
+        present = np.flatnonzero(counts.any(axis=0))
         rdp = np.zeros((self.n_samples, self._orders.size), dtype=np.float64)
         if present.size == 0:
             return rdp
         table = self._level_rdp(present)
-        counts = self._counts[:, present]
+        counts = counts[:, present]
         infinite = np.isinf(table)
         rdp += counts @ np.where(infinite, 0.0, table)
         if np.any(infinite):
@@ -543,19 +554,43 @@ class PerInstanceAccountant:
         rows = [self._cache[level] for level in levels.tolist()]
         return np.array(rows, dtype=np.float64).reshape(len(rows), self._orders.size)
 
-    def step(self, norms):
+    def step(self, norms=None, indices=None):
         """Account one step of DP-SGD for every example.
 
         Parameters
         ----------
-        norms : array-like of shape (n_samples,)
-            Each example's clipped gradient norm at this step, in units of ``C``
-            (finite, >= 0); values above ``sensitivity`` count as ``sensitivity``.
+        norms : array-like of shape (n_samples,) or (n_indices,), default=None
+            Clipped gradient norms in units of ``C`` (finite, >= 0; values above
+            ``sensitivity`` count as ``sensitivity``): of every example, or of
+            the examples ``indices``. The others keep their last norm (at
+            first, ``sensitivity``). None accounts the step at the last norms.
+        indices : array-like of int of shape (n_indices,), default=None
+            Examples whose norms are given; None means all.
 
         Returns
         -------
         self : PerInstanceAccountant
             The accountant, with one more step accounted.
+        """
+        if norms is not None:
+            self.set_norms(norms, indices)
+        self._n_steps += 1
+        return self
+
+    def set_norms(self, norms, indices=None):
+        """Set the current clipped norms without accounting a step.
+
+        Parameters
+        ----------
+        norms : array-like of shape (n_samples,) or (n_indices,)
+            Clipped gradient norms in units of ``C``, as in :meth:`step`.
+        indices : array-like of int of shape (n_indices,), default=None
+            Examples whose norms are given; None means all.
+
+        Returns
+        -------
+        self : PerInstanceAccountant
+            The accountant.
         """
         try:
             norms = np.asarray(norms, dtype=np.float64)
@@ -563,9 +598,23 @@ class PerInstanceAccountant:
             raise ValueError(
                 f"norms must be an array of real numbers, got norms={norms!r}."
             ) from exc
-        if norms.shape != (self.n_samples,):
+        if indices is None:
+            indices = np.arange(self.n_samples)
+        else:
+            indices = np.asarray(indices)
+            if (
+                indices.ndim != 1
+                or not np.issubdtype(indices.dtype, np.integer)
+                or np.any((indices < 0) | (indices >= self.n_samples))
+                or np.unique(indices).size != indices.size
+            ):
+                raise ValueError(
+                    "indices must be a 1-D array of distinct example indices in "
+                    f"[0, {self.n_samples})."
+                )
+        if norms.shape != indices.shape:
             raise ValueError(
-                f"norms must have shape ({self.n_samples},), got shape {norms.shape}."
+                f"norms must have shape {indices.shape}, got shape {norms.shape}."
             )
         bad = ~np.isfinite(norms) | (norms < 0)
         if np.any(bad):
@@ -576,12 +625,22 @@ class PerInstanceAccountant:
         clipped = np.minimum(norms, self.sensitivity)
         levels = np.minimum(_ceil_multiple(clipped, self.precision), self._top)
         levels = levels.astype(np.intp)
-        if self._counts is not None:
-            self._counts[self._rows, levels] += 1.0
-        else:
-            present, inverse = np.unique(levels, return_inverse=True)
-            self._rdp += self._level_rdp(present)[inverse.reshape(-1)]
-        self._n_steps += 1
+        changed = levels != self._level[indices]
+        idx, new = indices[changed], levels[changed]
+        if idx.size:
+            elapsed = (self._n_steps - self._since[idx]).astype(np.float64)
+            old = self._level[idx]
+            if self._counts is not None:
+                self._counts[idx, old] += elapsed  # idx holds distinct examples
+            else:
+                present, inverse = np.unique(old, return_inverse=True)
+                table = self._level_rdp(present)[inverse.reshape(-1)]
+                with np.errstate(invalid="ignore"):
+                    self._rdp[idx] += np.where(
+                        elapsed[:, None] > 0, elapsed[:, None] * table, 0.0
+                    )
+            self._level[idx] = new
+            self._since[idx] = self._n_steps
         return self
 
     def epsilon(self, delta):

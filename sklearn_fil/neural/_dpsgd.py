@@ -395,6 +395,8 @@ class DPSGDClassifier(ClassifierMixin, BaseEstimator):
         scale = kappa / (sigma * C) ** 2 if fil_on else 0.0
 
         norms = self._full_pass_norms(net, X, Y)  # latest clipped norm / C
+        if per_instance is not None:
+            per_instance.set_norms(norms)
         velocity = [
             (np.zeros_like(W), np.zeros_like(b))
             for W, b in zip(net.coefs, net.intercepts, strict=True)
@@ -403,6 +405,8 @@ class DPSGDClassifier(ClassifierMixin, BaseEstimator):
         for epoch in range(1, self.max_iter + 1):
             if self.norm_refresh and epoch > 1 and (epoch - 1) % self.norm_refresh == 0:
                 norms = self._full_pass_norms(net, X, Y)
+                if per_instance is not None:
+                    per_instance.set_norms(norms)
             batches = (
                 (np.flatnonzero(rng.random(n) < q) for _ in range(steps_per_epoch))
                 if poisson
@@ -439,7 +443,7 @@ class DPSGDClassifier(ClassifierMixin, BaseEstimator):
                         if attr_sq is not None:
                             attr_sq[idx] += scale * sq
                 if per_instance is not None:
-                    per_instance.step(norms)
+                    per_instance.step(norms[idx], indices=idx)
                 for layer, (gW, gb) in enumerate(grads):
                     W, b = net.coefs[layer], net.intercepts[layer]
                     if sigma > 0:

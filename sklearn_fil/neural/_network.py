@@ -22,6 +22,8 @@ same outer-product structure, give ``||J_i e_j||^2`` without forming
 import numpy as np
 from scipy.special import expit, log_softmax, ndtr, softmax
 
+from sklearn_fil.neural._kernels import linear_jacobian_sq_norms
+
 _SQRT_2PI = np.sqrt(2.0 * np.pi)
 # Entries (batch x coordinates x width) of one chunk of Jacobian-vector products.
 _TANGENT_ENTRIES = 2**22
@@ -141,6 +143,20 @@ class Network:
         sq : ndarray of shape (b, m)
         """
         b = acts[0].shape[0]
+        if len(self.coefs) == 1:  # (multinomial) logistic: closed form in numba
+            out = np.empty((b, coords.size))
+            linear_jacobian_sq_norms(
+                np.ascontiguousarray(acts[0]),
+                np.ascontiguousarray(coords, dtype=np.int64),
+                self.coefs[0],
+                self.proba(logits),
+                deltas[0],
+                norms,
+                c,
+                dc,
+                out,
+            )
+            return out
         width = max(W.shape[1] for W in self.coefs)
         step = max(1, _TANGENT_ENTRIES // max(1, b * width))
         out = np.empty((b, coords.size))

@@ -703,3 +703,42 @@ def test_vectorised_integer_order_rdp_equals_dp_accounting(
     got = _poisson_gaussian_rdp_integer(sample_rate, noise_multiplier, orders)
     # both are log(1 + x) of a sum near 1 when the RDP is tiny: absolute rounding
     assert_allclose(got, expected, rtol=1e-10, atol=1e-15)
+
+
+@pytest.mark.parametrize("precision", [0.05, 0.001])  # counts / RDP layouts
+def test_sparse_norm_updates_equal_full_updates(precision):
+    from dp_accounting.rdp.rdp_privacy_accountant import (
+        _compute_rdp_poisson_subsampled_gaussian,
+    )
+
+    from sklearn_fil.accounting._dpsgd import _ceil_multiple
+
+    rng = np.random.default_rng(0)
+    n, steps = 12, 40
+    params = dict(noise_multiplier=1.1, sample_rate=0.2, precision=precision)
+    orders = np.arange(2.0, 40.0)  # 38 orders: more than 21 levels, fewer than 1001
+    params["orders"] = orders
+    sparse = PerInstanceAccountant(n, **params)
+    full = PerInstanceAccountant(n, **params)
+    current = np.ones(n)  # the default: every example at the sensitivity
+    reference = np.zeros((n, orders.size))
+    for t in range(steps):
+        idx = rng.choice(n, size=rng.integers(0, 4), replace=False)
+        current[idx] = rng.uniform(0, 1.2, idx.size)
+        sparse.step(current[idx], indices=idx)
+        full.step(current.copy())
+        # naive accumulation: the RDP of every example's rounded current norm
+        level = np.minimum(
+            _ceil_multiple(np.minimum(current, 1.0), precision), 1 / precision
+        )
+        for i in range(n):
+            r = min(level[i] * precision, 1.0)
+            if r > 0:
+                reference[i] += _compute_rdp_poisson_subsampled_gaussian(
+                    q=0.2, noise_multiplier=1.1 / r, orders=orders
+                )
+        if t in (7, 39):
+            assert_allclose(sparse.rdp, reference, rtol=1e-10)
+            assert_allclose(full.rdp, reference, rtol=1e-10)
+    with pytest.raises(ValueError, match="distinct"):
+        sparse.step([0.1, 0.2], indices=[3, 3])

@@ -160,3 +160,17 @@ def test_jacobian_chunks_do_not_change_the_result(monkeypatch):
     assert_allclose(
         net.jacobian_sq_norms(acts, logits, deltas, norms, c, dc, coords), whole
     )
+
+
+@pytest.mark.parametrize("n_out", [1, 4])
+def test_logistic_kernel_equals_the_generic_forward_over_reverse(n_out):
+    net = _network((), n_out, d=6)
+    X, Y = _data(9, 6, n_out)
+    acts, logits = net.forward(X)
+    deltas = net.backward(acts, logits, Y)
+    norms = net.grad_norms(acts, deltas)
+    c, dc = clip_factor(norms, 0.8, "gelu")
+    coords = np.array([5, 1, 3])
+    kernel = net.jacobian_sq_norms(acts, logits, deltas, norms, c, dc, coords)
+    generic = net._jvp_sq_norms(acts, logits, deltas, norms, c, dc, coords)
+    assert_allclose(kernel, generic, rtol=1e-12)
