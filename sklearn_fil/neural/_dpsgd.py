@@ -12,12 +12,13 @@ from typing import ClassVar
 
 import numpy as np
 import pandas as pd
-from dp_accounting.rdp.rdp_privacy_accountant import DEFAULT_RDP_ORDERS
+import sklearn
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.preprocessing import LabelBinarizer
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from sklearn_fil import _backend
 from sklearn_fil.accounting import (
     PerInstanceAccountant,
     dpsgd_epsilon,
@@ -29,12 +30,21 @@ from sklearn_fil.linear_model._output_perturbation import _noise_rng
 from sklearn_fil.neural._network import Network, clip_factor
 from sklearn_fil.utils._sklearn_compat import Interval, StrOptions, _fit_context
 
-# Integer Renyi orders of dp-accounting's default set: their RDP has a closed
-# form that is cheap for every norm level (fractional orders below 2 can take
-# seconds per level); they only matter when the optimal order is below 2.
-_PER_INSTANCE_ORDERS = np.array(
-    [a for a in DEFAULT_RDP_ORDERS if float(a).is_integer()], dtype=np.float64
-)
+
+def _per_instance_orders():
+    """The integer Renyi orders of dp-accounting's default set.
+
+    Their RDP has a closed form that is cheap for every norm level (fractional
+    orders below 2 can take seconds per level); they only matter when the
+    optimal order is below 2. dp-accounting is imported on first use.
+    """
+    from dp_accounting.rdp.rdp_privacy_accountant import DEFAULT_RDP_ORDERS
+
+    return np.array(
+        [a for a in DEFAULT_RDP_ORDERS if float(a).is_integer()], dtype=np.float64
+    )
+
+
 _NO_NOISE_MSG = (
     "No differential-privacy guarantee: noise_multiplier=0 adds no noise, so "
     "epsilon is infinite and no Fisher information loss is reported."
@@ -115,6 +125,10 @@ class DPSGDClassifier(ClassifierMixin, BaseEstimator):
         Accountant of ``epsilon_``.
     delta : float, default=None
         Target delta; None means ``1 / n``.
+    per_instance_accounting : bool, default=True
+        Whether to account the per-instance epsilon of every example
+        (Poisson sampling only); otherwise the report's ``epsilon`` column
+        holds ``epsilon_`` for everyone.
     fil_accounting : bool, default=True
         Whether to account the Fisher information loss of every example.
     fil_coordinates : int, default=None
@@ -128,8 +142,17 @@ class DPSGDClassifier(ClassifierMixin, BaseEstimator):
         Recompute every example's gradient norm with a full pass every this
         many epochs; otherwise a norm is updated when its example is sampled
         (every norm is computed once before training).
-    backend : {"auto", "numpy"}, default="auto"
-        Array backend.
+    backend : {"auto", "numpy", "cupy"}, default="auto"
+        Where training computes. ``"auto"`` follows scikit-learn's array API
+        rule: arrays of another namespace (CuPy on a GPU, ``array_api_strict``)
+        compute in their namespace inside
+        ``sklearn.config_context(array_api_dispatch=True)``, everything else
+        with NumPy (and numba). ``"numpy"`` always computes on the host.
+        ``"cupy"`` moves the input to the GPU (needs ``pip install
+        sklearn-fil[gpu]``). The random numbers (initialisation, sampling,
+        noise) are drawn on the host by the same NumPy generator whatever the
+        backend, so a backend changes the results only by floating-point
+        rounding; see the Notes.
     random_state : int, RandomState instance or None, default=None
         Seeds the initialisation, the sampling and the noise. None draws from
         fresh OS entropy.
@@ -166,6 +189,22 @@ class DPSGDClassifier(ClassifierMixin, BaseEstimator):
     feature_names_in_ : ndarray of str
         Feature names, when X was a DataFrame.
 
+    Notes
+    -----
+    Outside NumPy, the whole step -- forward and backward passes, clipping,
+    noisy update, FIL accumulators, latest gradient norms -- runs in the
+    namespace of the data, on its device. Per step, the host sends the batch
+    indices, the noise (one value per parameter) and, with
+    ``fil_coordinates``, the sampled coordinates; nothing comes back. The
+    per-instance accountant lives on the host: the clipped norms of each
+    epoch's batches are copied back once per epoch, in one transfer, and
+    replayed into it in order (plus one copy of all norms at each full
+    pass). The weights, the report columns and the norms are copied to the
+    host once, at the end: fitted attributes are NumPy arrays whatever the
+    backend. A namespace without integer-array assignment (the array API
+    standard has none; NumPy and CuPy do) also receives an ``n``-length row
+    mask per update of the per-example accumulators.
+
     References
     ----------
     Abadi et al. (2016), *Deep learning with differential privacy*, CCS.
@@ -201,11 +240,12 @@ class DPSGDClassifier(ClassifierMixin, BaseEstimator):
         "sampling": [StrOptions({"poisson", "shuffle"})],
         "accountant": [StrOptions({"rdp", "pld"})],
         "delta": [None, Interval(Real, 0, 1, closed="neither")],
+        "per_instance_accounting": ["boolean"],
         "fil_accounting": ["boolean"],
         "fil_coordinates": [None, Interval(Integral, 1, None, closed="left")],
         "norm_precision": [Interval(Real, 0, None, closed="neither")],
         "norm_refresh": [None, Interval(Integral, 1, None, closed="left")],
-        "backend": [StrOptions({"auto", "numpy"})],
+        "backend": [StrOptions({"auto", "numpy", "cupy"})],
         "random_state": ["random_state"],
         "verbose": ["verbose"],
     }
@@ -226,6 +266,7 @@ class DPSGDClassifier(ClassifierMixin, BaseEstimator):
         sampling="poisson",
         accountant="rdp",
         delta=None,
+        per_instance_accounting=True,
         fil_accounting=True,
         fil_coordinates=None,
         norm_precision=0.01,
@@ -247,6 +288,7 @@ class DPSGDClassifier(ClassifierMixin, BaseEstimator):
         self.sampling = sampling
         self.accountant = accountant
         self.delta = delta
+        self.per_instance_accounting = per_instance_accounting
         self.fil_accounting = fil_accounting
         self.fil_coordinates = fil_coordinates
         self.norm_precision = norm_precision
@@ -302,10 +344,42 @@ class DPSGDClassifier(ClassifierMixin, BaseEstimator):
             delattr(self, attr)
         vars(self).pop("_guarantee_state", None)
 
+    def _compute_namespace(self, X):
+        """Namespace of the training computation, from ``backend`` and X."""
+        if self.backend == "cupy":
+            return _backend.cupy_namespace()  # ImportError before any work
+        if self.backend == "numpy":
+            return np
+        return _backend.get_namespace(X)
+
+    def _validate_X(self, X, xp, **kwargs):
+        """``validate_data`` in the input's namespace, then X moved to ``xp``.
+
+        Input already in ``xp`` (under ``array_api_dispatch``) is validated
+        where it lives; anything else is validated on the host, as NumPy, and
+        then moved to ``xp``.
+        """
+        X_xp = _backend.get_namespace(X)
+        if X_xp is not np and X_xp is xp:
+            return validate_data(self, X, dtype=xp.float64, **kwargs)
+        if X_xp is not np:
+            X = _backend.to_numpy(X)
+        with sklearn.config_context(array_api_dispatch=False):
+            out = validate_data(self, X, dtype=np.float64, **kwargs)
+        if xp is np:
+            return out
+        X, *rest = out if isinstance(out, tuple) else (out,)
+        X = _backend.asarray(X, xp)
+        return (X, *rest) if rest else X
+
     @_fit_context(prefer_skip_nested_validation=True)
     def _fit(self, X, y):
+        xp = self._compute_namespace(X)
+        if _backend.namespace_of(y) is not np:
+            y = _backend.to_numpy(y)  # the labels are encoded on the host
         index = X.index.copy() if isinstance(X, pd.DataFrame) else None
-        X, y = validate_data(self, X, y, dtype=np.float64, ensure_min_samples=2)
+        X, y = self._validate_X(X, xp, y=y, ensure_min_samples=2)
+        y = _backend.to_numpy(y)
         check_classification_targets(y)
         n, d = X.shape
         sizes = self._check_settings(n)
@@ -315,13 +389,18 @@ class DPSGDClassifier(ClassifierMixin, BaseEstimator):
                 "DPSGDClassifier needs at least 2 classes; got "
                 f"{binarizer.classes_.size}."
             )
-        Y = binarizer.transform(y).astype(np.float64)
+        device = _backend.device(X)
+        if self.clipping == "gelu" and xp is not np:
+            # Phi has no array API route in every namespace: fail before work.
+            _backend.ndtr(_backend.zeros(1, xp, device), xp)
+        Y = _backend.asarray(binarizer.transform(y).astype(np.float64), xp, device)
         rng = _noise_rng(self.random_state)
-        net = self._init_network(d, sizes, Y.shape[1], rng)
+        net = self._init_network(d, sizes, Y.shape[1], rng, xp, device)
         privacy = self._train(net, X, Y, rng)
 
-        self.coefs_ = net.coefs
-        self.intercepts_ = net.intercepts
+        # The one copy of the weights back to the host (a no-op for NumPy).
+        self.coefs_ = [_backend.to_numpy(W) for W in net.coefs]
+        self.intercepts_ = [_backend.to_numpy(b) for b in net.intercepts]
         self.classes_ = binarizer.classes_
         logits = net.forward(X)[1]
         report = {
@@ -330,7 +409,7 @@ class DPSGDClassifier(ClassifierMixin, BaseEstimator):
             "mse_bound": privacy["mse_bound"],
             "epsilon": privacy["epsilon"],
             "grad_norm": privacy["grad_norm"],
-            "loss": net.loss(logits, Y),
+            "loss": _backend.to_numpy(net.loss(logits, Y)),
         }
         if privacy["attribute_fil"] is not None:
             names = getattr(self, "feature_names_in_", [f"x{j}" for j in range(d)])
@@ -343,8 +422,11 @@ class DPSGDClassifier(ClassifierMixin, BaseEstimator):
         self._guarantee_state = privacy["guarantee"]
         return self
 
-    def _init_network(self, d, sizes, n_out, rng):
-        """Zeros for logistic regression; Glorot uniform for an MLP."""
+    def _init_network(self, d, sizes, n_out, rng, xp=np, device=None):
+        """Zeros for logistic regression; Glorot uniform for an MLP.
+
+        Drawn on the host by ``rng``, then moved to ``xp`` and ``device``.
+        """
         widths = [d, *sizes, n_out]
         coefs, intercepts = [], []
         for fan_in, fan_out in itertools.pairwise(widths):
@@ -355,34 +437,48 @@ class DPSGDClassifier(ClassifierMixin, BaseEstimator):
             else:
                 coefs.append(np.zeros((fan_in, fan_out)))
                 intercepts.append(np.zeros(fan_out))
-        return Network(coefs, intercepts, self.activation)
+        coefs = [_backend.asarray(W, xp, device) for W in coefs]
+        intercepts = [_backend.asarray(b, xp, device) for b in intercepts]
+        return Network(coefs, intercepts, self.activation, xp=xp)
 
     def _train(self, net, X, Y, rng):
+        xp = net.xp
+        device = _backend.device(X)
         n, d = X.shape
-        C = self.max_grad_norm
-        sigma = self.noise_multiplier
+        # Python floats: the array API takes no NumPy scalars next to its arrays.
+        C = float(self.max_grad_norm)
+        sigma = float(self.noise_multiplier)
+        lr, momentum, alpha = (
+            float(self.learning_rate),
+            float(self.momentum),
+            float(self.alpha),
+        )
         private = sigma > 0 and self.clipping is not None
         poisson = self.sampling == "poisson"
         q = self.batch_size / n
         steps_per_epoch = max(1, round(n / self.batch_size))
         total_steps = steps_per_epoch * self.max_iter
-        sensitivity = gelu_clip_max_norm(1.0) if self.clipping == "gelu" else 1.0
+        sensitivity = float(gelu_clip_max_norm(1.0) if self.clipping == "gelu" else 1.0)
         delta = 1.0 / n if self.delta is None else self.delta
 
         per_instance = None
-        if private and poisson:
+        if private and poisson and self.per_instance_accounting:
             per_instance = PerInstanceAccountant(
                 n,
                 noise_multiplier=sigma,
                 sample_rate=q,
                 sensitivity=sensitivity,
                 precision=self.norm_precision,
-                orders=_PER_INSTANCE_ORDERS,
+                orders=_per_instance_orders(),
             )
         fil_on = private and self.fil_accounting
-        coords_all = np.arange(d)
-        fil_trace = np.zeros(n) if fil_on else None
-        attr_sq = np.zeros((n, d)) if fil_on and self.fil_coordinates is None else None
+        coords_all = _backend.asarray(np.arange(d), xp, device)
+        fil_trace = _backend.zeros(n, xp, device) if fil_on else None
+        attr_sq = (
+            _backend.zeros((n, d), xp, device)
+            if fil_on and self.fil_coordinates is None
+            else None
+        )
         kappa = 1.0
         if fil_on and poisson:
             kappa = fil_subsampling_factor(
@@ -392,13 +488,16 @@ class DPSGDClassifier(ClassifierMixin, BaseEstimator):
                 steps=total_steps,
                 n_samples=n,
             )
-        scale = kappa / (sigma * C) ** 2 if fil_on else 0.0
+        scale = float(kappa) / (sigma * C) ** 2 if fil_on else 0.0
 
         norms = self._full_pass_norms(net, X, Y)  # latest clipped norm / C
         if per_instance is not None:
-            per_instance.set_norms(norms)
+            per_instance.set_norms(_backend.to_numpy(norms))
+        # The per-instance accountant runs on the host: each step's (indices,
+        # norms) wait here and are replayed in order once per epoch.
+        pending = []
         velocity = [
-            (np.zeros_like(W), np.zeros_like(b))
+            (xp.zeros_like(W), xp.zeros_like(b))
             for W, b in zip(net.coefs, net.intercepts, strict=True)
         ]
         t = 0
@@ -406,7 +505,7 @@ class DPSGDClassifier(ClassifierMixin, BaseEstimator):
             if self.norm_refresh and epoch > 1 and (epoch - 1) % self.norm_refresh == 0:
                 norms = self._full_pass_norms(net, X, Y)
                 if per_instance is not None:
-                    per_instance.set_norms(norms)
+                    per_instance.set_norms(_backend.to_numpy(norms))
             batches = (
                 (np.flatnonzero(rng.random(n) < q) for _ in range(steps_per_epoch))
                 if poisson
@@ -416,47 +515,57 @@ class DPSGDClassifier(ClassifierMixin, BaseEstimator):
                 t += 1
                 divisor = q * n if poisson else max(idx.size, 1)
                 grads = [
-                    (np.zeros_like(W), np.zeros_like(b))
+                    (xp.zeros_like(W), xp.zeros_like(b))
                     for W, b in zip(net.coefs, net.intercepts, strict=True)
                 ]
+                new_norms = None
                 if idx.size:
-                    Xb, Yb = X[idx], Y[idx]
+                    rows = _backend.Rows(idx, n, xp, device)
+                    Xb, Yb = rows.take(X), rows.take(Y)
                     acts, logits = net.forward(Xb)
                     deltas = net.backward(acts, logits, Yb)
                     g_norm = net.grad_norms(acts, deltas)
-                    c, dc = clip_factor(g_norm, C, self.clipping)
+                    c, dc = clip_factor(g_norm, C, self.clipping, xp)
                     grads = net.weighted_sum(acts, deltas, c)
-                    norms[idx] = np.minimum(c * g_norm / C, sensitivity)
+                    new_norms = xp.minimum(c * g_norm / C, sensitivity)
+                    rows.set(norms, new_norms)
                     if fil_on:
-                        coords = coords_all
+                        coords, m = coords_all, d
                         if (
                             self.fil_coordinates is not None
                             and self.fil_coordinates < d
                         ):
-                            coords = np.sort(
-                                rng.choice(d, self.fil_coordinates, replace=False)
+                            m = self.fil_coordinates
+                            coords = _backend.asarray(
+                                np.sort(rng.choice(d, m, replace=False)), xp, device
                             )
                         sq = net.jacobian_sq_norms(
                             acts, logits, deltas, g_norm, c, dc, coords
                         )
-                        fil_trace[idx] += scale * sq.sum(axis=1) * (d / coords.size)
+                        rows.add(fil_trace, scale * xp.sum(sq, axis=1) * (d / m))
                         if attr_sq is not None:
-                            attr_sq[idx] += scale * sq
+                            rows.add(attr_sq, scale * sq)
                 if per_instance is not None:
-                    per_instance.step(norms[idx], indices=idx)
+                    pending.append((idx, new_norms))
                 for layer, (gW, gb) in enumerate(grads):
                     W, b = net.coefs[layer], net.intercepts[layer]
                     if sigma > 0:
-                        gW = gW + rng.normal(0.0, sigma * C, size=W.shape)
-                        gb = gb + rng.normal(0.0, sigma * C, size=b.shape)
-                    gW = gW / divisor + self.alpha * W
+                        # Host noise, sent to the device: the same stream as NumPy.
+                        noise_W = rng.normal(0.0, sigma * C, size=W.shape)
+                        noise_b = rng.normal(0.0, sigma * C, size=b.shape)
+                        gW = gW + _backend.asarray(noise_W, xp, device)
+                        gb = gb + _backend.asarray(noise_b, xp, device)
+                    gW = gW / divisor + alpha * W
                     gb = gb / divisor
                     vW, vb = velocity[layer]
-                    vW = self.momentum * vW + gW
-                    vb = self.momentum * vb + gb
+                    vW = momentum * vW + gW
+                    vb = momentum * vb + gb
                     velocity[layer] = (vW, vb)
-                    W -= self.learning_rate * vW
-                    b -= self.learning_rate * vb
+                    W -= lr * vW
+                    b -= lr * vb
+            if per_instance is not None:
+                _replay(per_instance, pending, xp)
+                pending = []
             if self.verbose:
                 print(
                     f"DPSGDClassifier: epoch {epoch}/{self.max_iter}, {t} steps",
@@ -464,6 +573,10 @@ class DPSGDClassifier(ClassifierMixin, BaseEstimator):
                 )
         self.n_iter_ = self.max_iter
         self.t_ = t
+        # The one copy of the per-example accumulators back to the host.
+        norms = _backend.to_numpy(norms)
+        fil_trace = None if fil_trace is None else _backend.to_numpy(fil_trace)
+        attr_sq = None if attr_sq is None else _backend.to_numpy(attr_sq)
 
         if not private:
             reason = _NO_NOISE_MSG if sigma == 0 else _NO_CLIP_MSG
@@ -500,9 +613,9 @@ class DPSGDClassifier(ClassifierMixin, BaseEstimator):
             "mse_bound": mse_bound,
             # Both bound every example's loss, so their minimum does too.
             "epsilon": (
-                np.minimum(per_instance.epsilon(delta), epsilon)
-                if poisson
-                else np.full(n, epsilon)
+                np.full(n, epsilon)
+                if per_instance is None
+                else np.minimum(per_instance.epsilon(delta), epsilon)
             ),
             "grad_norm": norms,
             "attribute_fil": None if attr_sq is None else np.sqrt(attr_sq),
@@ -511,10 +624,11 @@ class DPSGDClassifier(ClassifierMixin, BaseEstimator):
 
     def _full_pass_norms(self, net, X, Y):
         """Every example's clipped gradient norm in units of ``C``."""
+        C = float(self.max_grad_norm)
         acts, logits = net.forward(X)
         g_norm = net.grad_norms(acts, net.backward(acts, logits, Y))
-        c, _ = clip_factor(g_norm, self.max_grad_norm, self.clipping)
-        return c * g_norm / self.max_grad_norm
+        c, _ = clip_factor(g_norm, C, self.clipping, net.xp)
+        return c * g_norm / C
 
     def _guaranteed(self, key):
         check_is_fitted(self)
@@ -534,9 +648,16 @@ class DPSGDClassifier(ClassifierMixin, BaseEstimator):
         """Delta of the (epsilon, delta)-DP guarantee, or None (with a warning)."""
         return self._guaranteed("delta")
 
-    def _network(self):
+    def _network(self, xp=np, device=None):
         check_is_fitted(self)
-        return Network(self.coefs_, self.intercepts_, self.activation)
+        if xp is np:
+            return Network(self.coefs_, self.intercepts_, self.activation)
+        return Network(
+            [_backend.asarray(W, xp, device) for W in self.coefs_],
+            [_backend.asarray(b, xp, device) for b in self.intercepts_],
+            self.activation,
+            xp=xp,
+        )
 
     def predict_proba(self, X):
         """Class probabilities of the released model.
@@ -544,17 +665,26 @@ class DPSGDClassifier(ClassifierMixin, BaseEstimator):
         Parameters
         ----------
         X : {array-like, DataFrame} of shape (n_samples, n_features)
-            Samples.
+            Samples: host data, or arrays of another namespace under
+            ``sklearn.config_context(array_api_dispatch=True)``, which are
+            computed on where they live (the weights are sent there).
 
         Returns
         -------
         proba : ndarray of shape (n_samples, n_classes)
-            Probability of each class, in the order of ``classes_``.
+            Probability of each class, in the order of ``classes_``, in the
+            namespace of ``X``.
         """
-        net = self._network()
-        X = validate_data(self, X, dtype=np.float64, reset=False)
+        check_is_fitted(self)
+        xp = _backend.get_namespace(X)
+        X = self._validate_X(X, xp, reset=False)
+        net = self._network(xp, _backend.device(X))
         p = net.proba(net.forward(X)[1])
-        return np.hstack([1.0 - p, p]) if net.binary else p
+        if not net.binary:
+            return p
+        if xp is np:
+            return np.hstack([1.0 - p, p])
+        return _backend.concat([1.0 - p, p], xp, axis=1)
 
     def predict(self, X):
         """Predict class labels with the released model.
@@ -567,10 +697,18 @@ class DPSGDClassifier(ClassifierMixin, BaseEstimator):
         Returns
         -------
         y_pred : ndarray of shape (n_samples,)
-            Predicted labels.
+            Predicted labels; in the namespace of ``X`` when the labels are
+            numbers, else (strings, objects) a host NumPy array.
         """
         proba = self.predict_proba(X)  # checks that the model is fitted
-        return self.classes_[np.argmax(proba, axis=1)]
+        xp = _backend.namespace_of(proba)
+        if xp is np:
+            return self.classes_[np.argmax(proba, axis=1)]
+        best = xp.argmax(proba, axis=1)
+        if self.classes_.dtype.kind not in "biuf":
+            return self.classes_[_backend.to_numpy(best)]
+        classes = _backend.asarray(self.classes_, xp, _backend.device(proba))
+        return xp.take(classes, best, axis=0)
 
     def release(self):
         """A copy holding only what may be published.
@@ -599,3 +737,30 @@ class DPSGDClassifier(ClassifierMixin, BaseEstimator):
                 setattr(released, name, copy.deepcopy(getattr(self, name)))
         released._guarantee_state = dict(self._guarantee_state)
         return released
+
+
+def _replay(accountant, pending, xp):
+    """Account the steps ``pending`` on the host, in order.
+
+    Parameters
+    ----------
+    accountant : PerInstanceAccountant
+        Host accountant.
+    pending : list of (ndarray of int, array or None)
+        Each step's batch indices (host) and new clipped norms (in ``xp``;
+        None for an empty batch). All norms come back in one transfer.
+    xp : module
+        Namespace of the norms.
+    """
+    parts = [v for _, v in pending if v is not None]
+    if parts:
+        flat = _backend.to_numpy(
+            parts[0] if len(parts) == 1 else _backend.concat(parts, xp)
+        )
+    start = 0
+    for idx, values in pending:
+        if values is None:
+            accountant.step(np.empty(0), indices=idx)
+            continue
+        accountant.step(flat[start : start + idx.size], indices=idx)
+        start += idx.size

@@ -14,47 +14,95 @@ backward pass (forward-over-reverse): the tangents of the activations and of
 the backpropagated errors along ``e_j``, contracted layer by layer with the
 same outer-product structure, give ``||J_i e_j||^2`` without forming
 ``J_i``.
+
+Every function computes in the array namespace of its input: NumPy (with
+SciPy's special functions and, for one-layer models, the numba kernel of
+:mod:`sklearn_fil.neural._kernels`), or any array-API namespace (CuPy on a
+GPU) through the generic forward-over-reverse code, with sums of products
+in place of ``einsum`` and stable ``xp`` versions of the logistic functions.
 """
 
 # Authors: The sklearn-fil developers
 # SPDX-License-Identifier: BSD-3-Clause
 
-import numpy as np
-from scipy.special import expit, log_softmax, ndtr, softmax
+import math
 
+import numpy as np
+from scipy.special import expit, log_softmax, softmax
+
+from sklearn_fil import _backend
 from sklearn_fil.neural._kernels import linear_jacobian_sq_norms
 
-_SQRT_2PI = np.sqrt(2.0 * np.pi)
+_SQRT_2PI = math.sqrt(2.0 * math.pi)
 # Entries (batch x coordinates x width) of one chunk of Jacobian-vector products.
 _TANGENT_ENTRIES = 2**22
 
 
-def gelu(x):
-    """``x * Phi(x)``, Phi the standard normal distribution function."""
-    return x * ndtr(x)
+def gelu(x, xp=None):
+    """``x * Phi(x)``, Phi the standard normal distribution function.
+
+    ``xp`` is the namespace of ``x`` (inferred when None); Phi is exact in
+    every namespace or raises, see :func:`sklearn_fil._backend.ndtr`.
+    """
+    xp = _backend.namespace_of(x) if xp is None else xp
+    return x * _backend.ndtr(x, xp)
 
 
-def gelu_prime(x):
+def gelu_prime(x, xp=None):
     """Derivative of :func:`gelu`: ``Phi(x) + x phi(x)``."""
-    return ndtr(x) + x * np.exp(-0.5 * x * x) / _SQRT_2PI
+    xp = _backend.namespace_of(x) if xp is None else xp
+    return _backend.ndtr(x, xp) + x * xp.exp(-0.5 * x * x) / _SQRT_2PI
 
 
-def clip_factor(norm, max_grad_norm, clipping):
+def clip_factor(norm, max_grad_norm, clipping, xp=None):
     """Scale ``c`` of each gradient and its derivative ``dc / d||g||``.
 
     ``"hard"``: ``min(1, C / ||g||)`` (derivative taken where it exists);
     ``"gelu"``: ``1 / (GELU(||g|| / C - 1) + 1)``; ``None``: no clipping.
+    ``xp`` is the namespace of ``norm`` (inferred when None).
     """
+    xp = _backend.namespace_of(norm) if xp is None else xp
     C = max_grad_norm
     if clipping is None:
-        return np.ones_like(norm), np.zeros_like(norm)
+        return xp.ones_like(norm), xp.zeros_like(norm)
     if clipping == "hard":
         over = norm > C
-        safe = np.where(over, norm, 1.0)
-        return np.where(over, C / safe, 1.0), np.where(over, -C / safe**2, 0.0)
+        safe = xp.where(over, norm, 1.0)
+        return xp.where(over, C / safe, 1.0), xp.where(over, -C / safe**2, 0.0)
     u = norm / C - 1.0
-    denom = gelu(u) + 1.0
-    return 1.0 / denom, -gelu_prime(u) / (C * denom**2)
+    denom = gelu(u, xp) + 1.0
+    return 1.0 / denom, -gelu_prime(u, xp) / (C * denom**2)
+
+
+def _expit(z, xp):
+    """Logistic sigmoid without overflow: ``exp(-|z|)`` only."""
+    e = xp.exp(-xp.abs(z))
+    return xp.where(z >= 0, 1.0 / (1.0 + e), e / (1.0 + e))
+
+
+def _log_softmax(z, xp):
+    """Row-wise log-softmax, shifted by the row maximum."""
+    shifted = z - xp.max(z, axis=1, keepdims=True)
+    return shifted - xp.log(xp.sum(xp.exp(shifted), axis=1, keepdims=True))
+
+
+def _softmax(z, xp):
+    """Row-wise softmax, shifted by the row maximum."""
+    e = xp.exp(z - xp.max(z, axis=1, keepdims=True))
+    return e / xp.sum(e, axis=1, keepdims=True)
+
+
+def _inner(spec, a, b, xp):
+    """Inner products over the last axis, ``np.einsum(spec, a, b)``.
+
+    ``spec`` is one of ``"ij,ij->i"``, ``"ij,imj->im"`` and ``"imj,imj->im"``;
+    outside NumPy a sum of products (the array API has no ``einsum``).
+    """
+    if xp is np:
+        return np.einsum(spec, a, b)
+    if a.ndim < b.ndim:
+        a = a[:, None, :]
+    return xp.sum(a * b, axis=-1)
 
 
 class Network:
@@ -66,12 +114,17 @@ class Network:
         ``W_l`` of shape ``(n_{l-1}, n_l)`` and ``b_l`` of shape ``(n_l,)``.
     activation : {"tanh", "relu"}
         Hidden activation.
+    xp : module, default=None
+        Array namespace of the weights and of the data; None infers it from
+        ``coefs[0]``. NumPy computes with SciPy and numba; any other namespace
+        with the generic array-API code.
     """
 
-    def __init__(self, coefs, intercepts, activation):
+    def __init__(self, coefs, intercepts, activation, xp=None):
         self.coefs = coefs
         self.intercepts = intercepts
         self.activation = activation
+        self.xp = _backend.namespace_of(coefs[0]) if xp is None else xp
 
     @property
     def binary(self):
@@ -79,27 +132,37 @@ class Network:
 
     def forward(self, X):
         """Activations ``[a_0 = X, a_1, ..., a_{L-1}]`` and output logits."""
+        xp = self.xp
         acts = [X]
         for W, b in zip(self.coefs[:-1], self.intercepts[:-1], strict=True):
             z = acts[-1] @ W + b
-            acts.append(np.tanh(z) if self.activation == "tanh" else np.maximum(z, 0))
+            acts.append(xp.tanh(z) if self.activation == "tanh" else xp.maximum(z, 0))
         return acts, acts[-1] @ self.coefs[-1] + self.intercepts[-1]
 
     def proba(self, logits):
         """Class probabilities, ``(n, 1)`` for the positive class when binary."""
-        return expit(logits) if self.binary else softmax(logits, axis=1)
+        if self.xp is np:
+            return expit(logits) if self.binary else softmax(logits, axis=1)
+        return _expit(logits, self.xp) if self.binary else _softmax(logits, self.xp)
 
     def loss(self, logits, Y):
         """Per-example log loss; ``Y`` is 0/1 of shape ``(n, 1)`` or one-hot."""
+        xp = self.xp
         if self.binary:
             z, y = logits[:, 0], Y[:, 0]
-            return np.logaddexp(0.0, z) - y * z
-        return -np.sum(Y * log_softmax(logits, axis=1), axis=1)
+            return xp.logaddexp(xp.zeros_like(z), z) - y * z
+        if xp is np:
+            return -np.sum(Y * log_softmax(logits, axis=1), axis=1)
+        return -xp.sum(Y * _log_softmax(logits, xp), axis=1)
 
     def _slope(self, acts, layer):
         """``act'(z_l)`` from the activation ``a_l``."""
         a = acts[layer]
-        return 1.0 - a * a if self.activation == "tanh" else (a > 0).astype(a.dtype)
+        if self.activation == "tanh":
+            return 1.0 - a * a
+        if self.xp is np:
+            return (a > 0).astype(a.dtype)
+        return self.xp.astype(a > 0, a.dtype)
 
     def backward(self, acts, logits, Y):
         """Errors ``delta_l = dloss / dz_l`` of every layer, first to last."""
@@ -109,21 +172,21 @@ class Network:
             deltas.insert(0, back * self._slope(acts, layer))
         return deltas
 
-    @staticmethod
-    def grad_norms(acts, deltas):
+    def grad_norms(self, acts, deltas):
         """Per-example gradient norms ``||g_i||`` over all weights and biases."""
-        sq = np.zeros(acts[0].shape[0])
+        xp = self.xp
+        sq = None
         for a, d in zip(acts, deltas, strict=True):
-            sq += (np.einsum("ij,ij->i", a, a) + 1.0) * np.einsum("ij,ij->i", d, d)
-        return np.sqrt(sq)
+            term = (_inner("ij,ij->i", a, a, xp) + 1.0) * _inner("ij,ij->i", d, d, xp)
+            sq = term if sq is None else sq + term
+        return xp.sqrt(sq)
 
-    @staticmethod
-    def weighted_sum(acts, deltas, weights):
+    def weighted_sum(self, acts, deltas, weights):
         """``sum_i weights_i g_i`` as per-layer (coef, intercept) gradients."""
         out = []
         for a, d in zip(acts, deltas, strict=True):
             wd = d * weights[:, None]
-            out.append((a.T @ wd, wd.sum(axis=0)))
+            out.append((a.T @ wd, self.xp.sum(wd, axis=0)))
         return out
 
     def jacobian_sq_norms(self, acts, logits, deltas, norms, c, dc, coords):
@@ -136,14 +199,22 @@ class Network:
         norms, c, dc : ndarray of shape (b,)
             Gradient norms, clip factors and their derivatives.
         coords : ndarray of int of shape (m,)
-            Input coordinates ``j``.
+            Input coordinates ``j``, in the namespace of the network.
 
         Returns
         -------
         sq : ndarray of shape (b, m)
+
+        Notes
+        -----
+        NumPy networks without hidden layers use the numba kernel
+        :func:`~sklearn_fil.neural._kernels.linear_jacobian_sq_norms`; every
+        other case, every namespace other than NumPy included, uses the
+        generic forward-over-reverse code, tested equal to the kernel.
         """
-        b = acts[0].shape[0]
-        if len(self.coefs) == 1:  # (multinomial) logistic: closed form in numba
+        xp = self.xp
+        b, m = acts[0].shape[0], coords.shape[0]
+        if len(self.coefs) == 1 and xp is np:  # logistic: closed form in numba
             out = np.empty((b, coords.size))
             linear_jacobian_sq_norms(
                 np.ascontiguousarray(acts[0]),
@@ -159,19 +230,18 @@ class Network:
             return out
         width = max(W.shape[1] for W in self.coefs)
         step = max(1, _TANGENT_ENTRIES // max(1, b * width))
-        out = np.empty((b, coords.size))
-        for start in range(0, coords.size, step):
-            part = coords[start : start + step]
-            out[:, start : start + step] = self._jvp_sq_norms(
-                acts, logits, deltas, norms, c, dc, part
-            )
-        return out
+        parts = []
+        for start in range(0, m, step):
+            part = coords[start : min(m, start + step)]
+            parts.append(self._jvp_sq_norms(acts, logits, deltas, norms, c, dc, part))
+        return parts[0] if len(parts) == 1 else _backend.concat(parts, xp, axis=1)
 
     def _jvp_sq_norms(self, acts, logits, deltas, norms, c, dc, coords):
+        xp = self.xp
         L = len(self.coefs)
         x = acts[0]
         # Forward tangents along e_j: dz_1 = W_1[j], then through the layers.
-        dz = self.coefs[0][coords][None, :, :]  # (1, m, n_1)
+        dz = xp.take(self.coefs[0], coords, axis=0)[None, :, :]  # (1, m, n_1)
         dacts = [None]  # the input's tangent e_j is handled in closed form
         for layer in range(1, L):
             da = self._slope(acts, layer)[:, None, :] * dz
@@ -181,7 +251,7 @@ class Network:
         if self.binary:
             ddelta = p * (1.0 - p) * dz
         else:
-            ddelta = p * dz - p * np.sum(p * dz, axis=2, keepdims=True)
+            ddelta = p * dz - p * xp.sum(p * dz, axis=2, keepdims=True)
         # Backward tangents, last layer first.
         ddeltas = [ddelta]
         for layer in range(L - 1, 0, -1):
@@ -194,22 +264,23 @@ class Network:
                 ddeltas.insert(0, back_dot * slope + back * dslope)
             else:  # relu: the slope is locally constant
                 ddeltas.insert(0, back_dot * slope)
-        gg = np.zeros(ddelta.shape[:2])  # ||dg||^2
-        g_dg = np.zeros(ddelta.shape[:2])  # g . dg
+        gg = g_dg = None  # ||dg||^2 and g . dg, summed over the layers
         for layer in range(L):
             a, d, dd = acts[layer], deltas[layer], ddeltas[layer]
-            a_sq = np.einsum("ij,ij->i", a, a)[:, None]
-            d_sq = np.einsum("ij,ij->i", d, d)[:, None]
-            d_dd = np.einsum("ij,imj->im", d, dd)
-            dd_sq = np.einsum("imj,imj->im", dd, dd)
+            a_sq = _inner("ij,ij->i", a, a, xp)[:, None]
+            d_sq = _inner("ij,ij->i", d, d, xp)[:, None]
+            d_dd = _inner("ij,imj->im", d, dd, xp)
+            dd_sq = _inner("imj,imj->im", dd, dd, xp)
             if layer == 0:
-                da_sq, a_da = 1.0, x[:, coords]
+                da_sq, a_da = 1.0, xp.take(x, coords, axis=1)
             else:
                 da = dacts[layer]
-                da_sq = np.einsum("imj,imj->im", da, da)
-                a_da = np.einsum("ij,imj->im", a, da)
-            gg += da_sq * d_sq + 2.0 * a_da * d_dd + a_sq * dd_sq + dd_sq
-            g_dg += a_da * d_sq + a_sq * d_dd + d_dd
-        n = np.maximum(norms, np.finfo(float).tiny)[:, None]
+                da_sq = _inner("imj,imj->im", da, da, xp)
+                a_da = _inner("ij,imj->im", a, da, xp)
+            gg_l = da_sq * d_sq + 2.0 * a_da * d_dd + a_sq * dd_sq + dd_sq
+            g_dg_l = a_da * d_sq + a_sq * d_dd + d_dd
+            gg = gg_l if gg is None else gg + gg_l
+            g_dg = g_dg_l if g_dg is None else g_dg + g_dg_l
+        n = xp.maximum(norms, xp.finfo(norms.dtype).smallest_normal)[:, None]
         cc, dcc = c[:, None], dc[:, None]
         return cc * cc * gg + g_dg * g_dg * (2.0 * cc * dcc / n + dcc * dcc)

@@ -277,3 +277,14 @@ def test_bad_input_and_failed_fit_leaves_nothing():
         warnings.simplefilter("error")  # a private fit warns about nothing
         fitted = DPSGDClassifier(batch_size=20, max_iter=1, random_state=0).fit(X, y)
         assert fitted.epsilon_ > 0
+
+
+def test_per_instance_accounting_off_reports_the_global_epsilon():
+    X, y = _data(n=200)
+    params = dict(noise_multiplier=1.0, batch_size=20, max_iter=2, random_state=0)
+    on = DPSGDClassifier(**params).fit(X, y)
+    off = DPSGDClassifier(**params, per_instance_accounting=False).fit(X, y)
+    assert (off.privacy_report_["epsilon"] == off.epsilon_).all()
+    assert off.epsilon_ == on.epsilon_
+    assert_allclose(off.coefs_[0], on.coefs_[0])  # accounting never changes training
+    assert_allclose(off.privacy_report_["fil"], on.privacy_report_["fil"])
