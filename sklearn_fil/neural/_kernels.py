@@ -16,6 +16,59 @@ import numba
 import numpy as np
 
 
+@numba.njit(cache=True, nogil=True, inline="always")
+def _row_setup(i, X, W, P, D, norms, c, dc, S, S2, v):
+    """Per-example scalars of the closed form; fills ``S``, ``S2``, ``v``."""
+    K = W.shape[1]
+    if K == 1:
+        S[0, 0] = P[i, 0] * (1.0 - P[i, 0])
+    else:
+        for k in range(K):
+            for q in range(K):
+                S[k, q] = -P[i, k] * P[i, q]
+            S[k, k] += P[i, k]
+    d_sq = 0.0
+    for k in range(K):
+        v[k] = 0.0
+        d_sq += D[i, k] * D[i, k]
+        for q in range(K):
+            v[k] += S[k, q] * D[i, q]
+    for k in range(K):
+        for q in range(K):
+            acc = 0.0
+            for r in range(K):
+                acc += S[k, r] * S[r, q]
+            S2[k, q] = acc
+    A = 1.0
+    for t in range(X.shape[1]):
+        A += X[i, t] * X[i, t]
+    ci = c[i]
+    cross = 2.0 * ci * dc[i] / max(norms[i], np.finfo(np.float64).tiny) + dc[i] ** 2
+    return d_sq, A, ci * ci, cross
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _column_value(i, j, X, W, S2, v, d_sq, A, c2, cross):
+    """``||J_i e_j||^2`` from the per-example scalars."""
+    K = W.shape[1]
+    if K == 1:  # binary: scalars, no loops in the innermost position
+        w = W[j, 0]
+        dd = v[0] * w
+        dq = S2[0, 0] * w * w
+    else:
+        dd = 0.0
+        dq = 0.0
+        for k in range(K):
+            dd += v[k] * W[j, k]
+            row = 0.0
+            for q in range(K):
+                row += S2[k, q] * W[j, q]
+            dq += W[j, k] * row
+    x = X[i, j]
+    gdg = x * d_sq + A * dd
+    return c2 * (d_sq + 2.0 * x * dd + A * dq) + gdg * gdg * cross
+
+
 @numba.njit(cache=True, nogil=True, parallel=True)
 def linear_jacobian_sq_norms(X, coords, W, P, D, norms, c, dc, out):
     """``||J_i e_j||^2`` of the clipped gradient of a one-layer model.
@@ -49,46 +102,36 @@ def linear_jacobian_sq_norms(X, coords, W, P, D, norms, c, dc, out):
     and the clipped gradient ``c g`` has ``||d(c g)||^2 = c^2 ||dg||^2 + (g .
     dg)^2 (2 c c' / ||g|| + c'^2)``.
     """
-    b, d = X.shape
     K = W.shape[1]
-    m = coords.shape[0]
-    tiny = np.finfo(np.float64).tiny
-    for i in numba.prange(b):
-        S = np.empty((K, K))
-        if K == 1:
-            S[0, 0] = P[i, 0] * (1.0 - P[i, 0])
-        else:
-            for k in range(K):
-                for q in range(K):
-                    S[k, q] = -P[i, k] * P[i, q]
-                S[k, k] += P[i, k]
-        v = np.zeros(K)  # S delta
-        d_sq = 0.0
-        for k in range(K):
-            d_sq += D[i, k] * D[i, k]
-            for q in range(K):
-                v[k] += S[k, q] * D[i, q]
-        S2 = np.zeros((K, K))
-        for k in range(K):
-            for q in range(K):
-                for r in range(K):
-                    S2[k, q] += S[k, r] * S[r, q]
-        A = 1.0
-        for t in range(d):
-            A += X[i, t] * X[i, t]
-        ci = c[i]
-        cross = 2.0 * ci * dc[i] / max(norms[i], tiny) + dc[i] * dc[i]
-        for jj in range(m):
+    for i in numba.prange(X.shape[0]):
+        S, S2, v = np.empty((K, K)), np.empty((K, K)), np.empty(K)
+        d_sq, A, c2, cross = _row_setup(i, X, W, P, D, norms, c, dc, S, S2, v)
+        for jj in range(coords.shape[0]):
+            out[i, jj] = _column_value(i, coords[jj], X, W, S2, v, d_sq, A, c2, cross)
+
+
+@numba.njit(cache=True, nogil=True, parallel=True)
+def linear_fil_accumulate(
+    X, coords, W, P, D, norms, c, dc, rows, scale, trace_factor, trace, attr
+):
+    """Add one step's Fisher information to the accumulators, in place.
+
+    ``trace[rows[i]] += scale * trace_factor * sum_j ||J_i e_j||^2`` and, when
+    ``attr`` has rows, ``attr[rows[i], coords[j]] += scale * ||J_i e_j||^2``:
+    :func:`linear_jacobian_sq_norms` without the batch x coordinates temporary.
+    ``rows`` must be distinct (a batch).
+    """
+    K = W.shape[1]
+    per_attribute = attr.shape[0] > 0
+    for i in numba.prange(X.shape[0]):
+        S, S2, v = np.empty((K, K)), np.empty((K, K)), np.empty(K)
+        d_sq, A, c2, cross = _row_setup(i, X, W, P, D, norms, c, dc, S, S2, v)
+        r = rows[i]
+        total = 0.0
+        for jj in range(coords.shape[0]):
             j = coords[jj]
-            dd = 0.0
-            dq = 0.0
-            for k in range(K):
-                dd += v[k] * W[j, k]
-                row = 0.0
-                for q in range(K):
-                    row += S2[k, q] * W[j, q]
-                dq += W[j, k] * row
-            x = X[i, j]
-            gg = d_sq + 2.0 * x * dd + A * dq
-            gdg = x * d_sq + A * dd
-            out[i, jj] = ci * ci * gg + gdg * gdg * cross
+            value = _column_value(i, j, X, W, S2, v, d_sq, A, c2, cross)
+            total += value
+            if per_attribute:
+                attr[r, j] += scale * value
+        trace[r] += scale * trace_factor * total

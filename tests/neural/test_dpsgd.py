@@ -288,3 +288,28 @@ def test_per_instance_accounting_off_reports_the_global_epsilon():
     assert off.epsilon_ == on.epsilon_
     assert_allclose(off.coefs_[0], on.coefs_[0])  # accounting never changes training
     assert_allclose(off.privacy_report_["fil"], on.privacy_report_["fil"])
+
+
+def test_poisson_batches_include_each_example_independently_with_rate_q():
+    from scipy.stats import binomtest
+
+    from sklearn_fil.neural._dpsgd import _poisson_batch
+
+    rng = np.random.RandomState(0)
+    n, q, draws = 50, 0.1, 4000
+    counts = np.zeros(n)
+    sizes = []
+    pairs = 0
+    for _ in range(draws):
+        idx = _poisson_batch(rng, n, q)
+        assert np.all(np.diff(idx) > 0) and (idx.size == 0 or idx[-1] < n)
+        counts[idx] += 1
+        sizes.append(idx.size)
+        pairs += int(np.isin(0, idx) and np.isin(1, idx))
+    # every example at rate q, sizes Binomial(n, q), neighbours independent
+    for k in (0, 25, 49):
+        assert binomtest(int(counts[k]), draws, q).pvalue > 1e-3
+    assert abs(np.mean(sizes) - n * q) < 4 * np.sqrt(n * q * (1 - q) / draws)
+    assert abs(np.var(sizes) - n * q * (1 - q)) < 0.1 * n * q * (1 - q)
+    assert binomtest(pairs, draws, q * q).pvalue > 1e-3
+    assert _poisson_batch(rng, 7, 1.0).tolist() == list(range(7))
