@@ -5,28 +5,28 @@
 """Speed of DPSGDClassifier on CPU, and the cost of its per-example accounting.
 
 On synthetic data shaped like MNIST (60,000 x 784, two classes), for logistic
-regression and a 1 x 256 tanh MLP, this script times one run of
-``max_iter`` epochs of DP-SGD (batch size 256, Poisson sampling, GELU
-clipping) in four configurations:
+regression and a 1 x 256 tanh MLP, this script times DP-SGD (batch size 256,
+Poisson sampling, GELU clipping) in these configurations:
 
 * *plain*: no per-example accounting (``per_instance_accounting=False``,
   ``fil_accounting=False``), the work every DP-SGD library does;
 * *per-instance*: plain plus the per-instance epsilon of Yu et al.;
-* *FIL*: plain plus the Fisher information loss of Guo et al. (all 784
-  coordinates, with per-feature columns, for the logistic model;
-  ``--fil-coordinates`` sampled ones for the MLP);
-* *both*: the estimator's default, both accountings;
+* *FIL, all coordinates* (logistic only): plain plus the exact Fisher
+  information loss of Guo et al. with one column per feature;
+* *FIL, k coordinates*: plain plus the FIL estimated from ``k`` sampled input
+  coordinates per step;
+* *both*: per-instance and sampled-coordinate FIL together;
 * *Opacus*: the same model, data, sampling, clipping bound and noise with
   Opacus' ``PrivacyEngine`` (hard clipping; Opacus has no GELU clipping) when
-  Opacus is installed.
+  Opacus is installed, for one epoch.
 
 It prints epochs per second and writes ``benchmarks/results/dpsgd.md``. The
 estimator's numba kernels are compiled on a small fit before timing.
 
 Usage::
 
-    python benchmarks/bench_dpsgd.py [--epochs 2] [--fil-coordinates 16]
-        [--out benchmarks/results/dpsgd.md]
+    python benchmarks/bench_dpsgd.py [--epochs 5] [--mlp-epochs 1]
+        [--fil-coordinates 16] [--out benchmarks/results/dpsgd.md]
 """
 
 import argparse
@@ -63,7 +63,7 @@ def time_ours(X, y, hidden, epochs, per_instance, fil, fil_coordinates):
         max_iter=epochs,
         per_instance_accounting=per_instance,
         fil_accounting=fil,
-        fil_coordinates=None if not hidden else fil_coordinates,
+        fil_coordinates=fil_coordinates,
         random_state=0,
     )
     t0 = time.perf_counter()
@@ -112,43 +112,56 @@ def time_opacus(X, y, hidden, epochs):
     return time.perf_counter() - t0
 
 
+def configurations(hidden, k):
+    """(label, per-instance, FIL, sampled coordinates) of each timed run."""
+    runs = [("plain", False, False, None), ("per-instance", True, False, None)]
+    if not hidden:
+        runs.append(("FIL, all coordinates", False, True, None))
+    runs += [(f"FIL, {k} coordinates", False, True, k), ("both", True, True, k)]
+    return runs
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--epochs", type=int, default=2)
+    parser.add_argument("--epochs", type=int, default=5)
+    parser.add_argument("--mlp-epochs", type=int, default=1)
     parser.add_argument("--fil-coordinates", type=int, default=16)
     parser.add_argument("--out", type=Path, default=HERE / "results" / "dpsgd.md")
     args = parser.parse_args(argv)
     logging.getLogger("absl").setLevel(logging.ERROR)  # dp-accounting's notes
     started = time.perf_counter()
     X, y = make_data()
-    DPSGDClassifier(batch_size=BATCH, max_iter=1).fit(X[:2000], y[:2000])  # compile
-    DPSGDClassifier(hidden_layer_sizes=(8,), batch_size=BATCH, max_iter=1).fit(
-        X[:2000], y[:2000]
-    )
+    for hidden in MODELS.values():  # compile the numba kernels, fill the caches
+        DPSGDClassifier(hidden_layer_sizes=hidden, batch_size=BATCH, max_iter=1).fit(
+            X[:2000], y[:2000]
+        )
     rows = []
     for name, hidden in MODELS.items():
-        times = {}
-        for label, per_instance, fil in [
-            ("plain", False, False),
-            ("per-instance", True, False),
-            ("FIL", False, True),
-            ("both", True, True),
-        ]:
-            seconds, clf = time_ours(
-                X, y, hidden, args.epochs, per_instance, fil, args.fil_coordinates
-            )
-            times[label] = seconds
+        epochs = args.mlp_epochs if hidden else args.epochs
+        plain = None
+        for label, per_instance, fil, k in configurations(hidden, args.fil_coordinates):
+            seconds, clf = time_ours(X, y, hidden, epochs, per_instance, fil, k)
+            plain = seconds if plain is None else plain
+            rows.append((name, label, epochs, seconds, seconds / plain, clf.epsilon_))
             print(
-                f"{name:>10} {label:>12}: {args.epochs / seconds:6.2f} epochs/s "
-                f"({seconds:.1f} s)",
+                f"{name:>10} {label:>22}: {epochs / seconds:6.2f} epochs/s, "
+                f"{seconds / plain:5.2f} x plain",
                 flush=True,
             )
-        opacus = time_opacus(X, y, hidden, args.epochs)
+        opacus = time_opacus(X, y, hidden, 1)
         if opacus is not None:
-            print(f"{name:>10} {'Opacus':>12}: {args.epochs / opacus:6.2f} epochs/s")
-        rows.append((name, times, opacus, clf.epsilon_))
-    elapsed = time.perf_counter() - started
-    write_markdown(args, rows, elapsed)
+            rows.append(
+                (
+                    name,
+                    "Opacus (hard clipping)",
+                    1,
+                    opacus,
+                    opacus / plain * epochs,
+                    None,
+                )
+            )
+            print(f"{name:>10} {'Opacus':>22}: {1 / opacus:6.2f} epochs/s", flush=True)
+    write_markdown(args, rows, time.perf_counter() - started)
     print(f"wrote {args.out}")
     return 0
 
@@ -178,7 +191,7 @@ def write_markdown(args, rows, elapsed):
         "",
         f"- Date: {datetime.datetime.now(datetime.UTC).isoformat(timespec='seconds')}",
         f"- Command: `python benchmarks/bench_dpsgd.py --epochs {args.epochs} "
-        f"--fil-coordinates {args.fil_coordinates}`",
+        f"--mlp-epochs {args.mlp_epochs} --fil-coordinates {args.fil_coordinates}`",
         f"- sklearn-fil {sklearn_fil.__version__}, Python {platform.python_version()},"
         f" NumPy {np.__version__}; {opacus_version}; CPU: {cpu}, "
         f"{os.cpu_count()} logical",
@@ -186,26 +199,21 @@ def write_markdown(args, rows, elapsed):
         f"- Wall time of the run: {elapsed / 60:.1f} min",
         f"- Data: {N} x {D} standard normal / sqrt({D}), labels from a random "
         f"hyperplane; batch size {BATCH} (Poisson sampling), noise multiplier 1, "
-        f"clipping bound 1 (GELU for ours, hard for Opacus), learning rate 0.5, "
-        f"{args.epochs} epochs, float64.",
-        "- FIL: all 784 coordinates for the logistic model (with the per-feature "
-        f"columns), {args.fil_coordinates} sampled coordinates per step for the MLP.",
+        "clipping bound 1 (GELU for ours, hard for Opacus), learning rate 0.5, "
+        "float64; Opacus runs one epoch. *FIL, all coordinates* is exact and adds a "
+        "per-feature column (an n x 784 accumulator); *FIL, k coordinates* samples k "
+        "input coordinates per step for an unbiased trace; *both* is the default "
+        "with sampled coordinates.",
         "",
-        "| model | epochs/s: plain | per-instance | FIL | both | Opacus "
-        "| time ratio: per-instance / plain | FIL / plain | both / plain "
-        "| Opacus / plain | epsilon |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "| model | configuration | epochs | epochs/s | time per epoch / plain "
+        "| epsilon |",
+        "|---|---|---:|---:|---:|---:|",
     ]
-    for name, times, opacus, eps in rows:
-        plain = times["plain"]
-        rate = {k: f"{args.epochs / v:.2f}" for k, v in times.items()}
-        op = "n/a" if opacus is None else f"{args.epochs / opacus:.2f}"
-        vs = "n/a" if opacus is None else f"{opacus / plain:.2f}"
+    for name, label, epochs, seconds, ratio, eps in rows:
         lines.append(
-            f"| {name} | {rate['plain']} | {rate['per-instance']} | {rate['FIL']} | "
-            f"{rate['both']} | {op} | {times['per-instance'] / plain:.2f} | "
-            f"{times['FIL'] / plain:.2f} | {times['both'] / plain:.2f} | {vs} | "
-            f"{eps:.2f} |"
+            f"| {name} | {label} | {epochs} | {epochs / seconds:.2f} | {ratio:.2f} | "
+            + ("" if eps is None else f"{eps:.2f}")
+            + " |"
         )
     lines += [
         "",
