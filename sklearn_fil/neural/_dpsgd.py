@@ -132,6 +132,10 @@ class DPSGDClassifier(ClassifierMixin, BaseEstimator):
         holds ``epsilon_`` for everyone.
     fil_accounting : bool, default=True
         Whether to account the Fisher information loss of every example.
+    private_label : bool, default=False
+        Whether the label is a private coordinate of each example in the FIL
+        accounting: a binary label as one coordinate, a one-hot label on the
+        plane where its values sum to one; adds the column ``fil[<target>]``.
     fil_coordinates : int, default=None
         Input coordinates sampled per step for an unbiased estimate of the
         trace of each example's Fisher information; None uses all of them
@@ -243,6 +247,7 @@ class DPSGDClassifier(ClassifierMixin, BaseEstimator):
         "delta": [None, Interval(Real, 0, 1, closed="neither")],
         "per_instance_accounting": ["boolean"],
         "fil_accounting": ["boolean"],
+        "private_label": ["boolean"],
         "fil_coordinates": [None, Interval(Integral, 1, None, closed="left")],
         "norm_precision": [Interval(Real, 0, None, closed="neither")],
         "norm_refresh": [None, Interval(Integral, 1, None, closed="left")],
@@ -269,6 +274,7 @@ class DPSGDClassifier(ClassifierMixin, BaseEstimator):
         delta=None,
         per_instance_accounting=True,
         fil_accounting=True,
+        private_label=False,
         fil_coordinates=None,
         norm_precision=0.01,
         norm_refresh=None,
@@ -291,6 +297,7 @@ class DPSGDClassifier(ClassifierMixin, BaseEstimator):
         self.delta = delta
         self.per_instance_accounting = per_instance_accounting
         self.fil_accounting = fil_accounting
+        self.private_label = private_label
         self.fil_coordinates = fil_coordinates
         self.norm_precision = norm_precision
         self.norm_refresh = norm_refresh
@@ -379,6 +386,7 @@ class DPSGDClassifier(ClassifierMixin, BaseEstimator):
         if _backend.namespace_of(y) is not np:
             y = _backend.to_numpy(y)  # the labels are encoded on the host
         index = X.index.copy() if isinstance(X, pd.DataFrame) else None
+        target_name = y.name if isinstance(y, pd.Series) and y.name is not None else "y"
         X, y = self._validate_X(X, xp, y=y, ensure_min_samples=2)
         y = _backend.to_numpy(y)
         check_classification_targets(y)
@@ -416,6 +424,11 @@ class DPSGDClassifier(ClassifierMixin, BaseEstimator):
             names = getattr(self, "feature_names_in_", [f"x{j}" for j in range(d)])
             for j, name in enumerate(names):
                 report[f"fil[{name}]"] = privacy["attribute_fil"][:, j]
+        if privacy["label_fil"] is not None:
+            names = list(getattr(self, "feature_names_in_", []))
+            if target_name in names:  # keep the columns distinct
+                target_name = "y" if "y" not in names else "target"
+            report[f"fil[{target_name}]"] = privacy["label_fil"]
         self.privacy_report_ = pd.DataFrame(
             report,
             index=pd.RangeIndex(n, name="sample") if index is None else index,
@@ -475,6 +488,9 @@ class DPSGDClassifier(ClassifierMixin, BaseEstimator):
         fil_on = private and self.fil_accounting
         coords_all = _backend.asarray(np.arange(d), xp, device)
         fil_trace = _backend.zeros(n, xp, device) if fil_on else None
+        label_sq = (
+            _backend.zeros(n, xp, device) if fil_on and self.private_label else None
+        )
         attr_sq = (
             _backend.zeros((n, d), xp, device)
             if fil_on and self.fil_coordinates is None
@@ -565,6 +581,11 @@ class DPSGDClassifier(ClassifierMixin, BaseEstimator):
                             rows.add(fil_trace, scale * xp.sum(sq, axis=1) * (d / m))
                             if attr_sq is not None:
                                 rows.add(attr_sq, scale * sq)
+                        if label_sq is not None:
+                            rows.add(
+                                label_sq,
+                                scale * net.label_sq_norm(acts, deltas, g_norm, c, dc),
+                            )
                 if per_instance is not None:
                     pending.append((idx, new_norms))
                 for layer, (gW, gb) in enumerate(grads):
@@ -597,6 +618,7 @@ class DPSGDClassifier(ClassifierMixin, BaseEstimator):
         norms = _backend.to_numpy(norms)
         fil_trace = None if fil_trace is None else _backend.to_numpy(fil_trace)
         attr_sq = None if attr_sq is None else _backend.to_numpy(attr_sq)
+        label_sq = None if label_sq is None else _backend.to_numpy(label_sq)
 
         if not private:
             reason = _NO_NOISE_MSG if sigma == 0 else _NO_CLIP_MSG
@@ -609,6 +631,7 @@ class DPSGDClassifier(ClassifierMixin, BaseEstimator):
                 "epsilon": np.full(n, np.inf),
                 "grad_norm": norms,
                 "attribute_fil": None,
+                "label_fil": None,
                 "guarantee": guarantee,
             }
         epsilon = dpsgd_epsilon(
@@ -621,7 +644,13 @@ class DPSGDClassifier(ClassifierMixin, BaseEstimator):
         )
         guarantee = {"epsilon": epsilon, "delta": delta, "reason": None}
         if fil_on:
-            dfil = np.sqrt(fil_trace / d)
+            # private coordinates: the features, and the label (one, or the
+            # K - 1 dimensions of a one-hot label's constraint plane)
+            k = d
+            if label_sq is not None:
+                fil_trace = fil_trace + label_sq
+                k += max(1, Y.shape[1] - 1)
+            dfil = np.sqrt(fil_trace / k)
             fil = np.sqrt(fil_trace)
             with np.errstate(divide="ignore"):
                 mse_bound = 1.0 / dfil**2
@@ -639,6 +668,7 @@ class DPSGDClassifier(ClassifierMixin, BaseEstimator):
             ),
             "grad_norm": norms,
             "attribute_fil": None if attr_sq is None else np.sqrt(attr_sq),
+            "label_fil": None if label_sq is None else np.sqrt(label_sq),
             "guarantee": guarantee,
         }
 

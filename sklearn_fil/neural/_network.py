@@ -189,6 +189,46 @@ class Network:
             out.append((a.T @ wd, self.xp.sum(wd, axis=0)))
         return out
 
+    def label_sq_norm(self, acts, deltas, norms, c, dc):
+        """Trace of ``J_y^T J_y`` of the clipped gradient about the label.
+
+        The label enters only through the output error ``delta_L = p - y``
+        (``d delta_L / dy = -I``), so its tangents run backward alone. A
+        binary label is one coordinate; a one-hot label moves on the tangent
+        space of its constraint (values sum to one), whose trace is ``sum_k
+        ||J e_k||^2 - ||J 1||^2 / K``.
+
+        Parameters
+        ----------
+        acts, deltas : list of ndarray
+            Forward and backward pass of the batch.
+        norms, c, dc : ndarray of shape (b,)
+            Gradient norms, clip factors and their derivatives.
+
+        Returns
+        -------
+        sq : ndarray of shape (b,)
+        """
+        xp = self.xp
+        K = self.coefs[-1].shape[1]
+        directions = np.eye(K) if K == 1 else np.vstack([np.eye(K), np.ones(K)])
+        dd = -_backend.asarray(directions, xp, _backend.device(deltas[-1]))[None]
+        gg = g_dg = 0.0
+        for layer in range(len(self.coefs) - 1, -1, -1):
+            a, d = acts[layer], deltas[layer]
+            weight = (_inner("ij,ij->i", a, a, xp) + 1.0)[:, None]
+            gg = gg + weight * xp.sum(dd * dd, axis=-1)
+            g_dg = g_dg + weight * xp.sum(d[:, None, :] * dd, axis=-1)
+            if layer > 0:
+                slope = self._slope(acts, layer)[:, None, :]
+                dd = (dd @ self.coefs[layer].T) * slope
+        n = xp.maximum(norms, np.finfo(np.float64).tiny)[:, None]
+        cc, dcc = c[:, None], dc[:, None]
+        sq = cc * cc * gg + g_dg * g_dg * (2.0 * cc * dcc / n + dcc * dcc)
+        if K == 1:
+            return sq[:, 0]
+        return xp.sum(sq[:, :K], axis=1) - sq[:, K] / K
+
     def jacobian_sq_norms(self, acts, logits, deltas, norms, c, dc, coords):
         """``||J_i e_j||^2`` of the clipped gradient for the coordinates ``coords``.
 

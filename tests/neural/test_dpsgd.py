@@ -6,6 +6,7 @@ import warnings
 
 import dp_accounting
 import numpy as np
+import pandas as pd
 import pytest
 from numpy.testing import assert_allclose
 from scipy.special import expit
@@ -313,3 +314,36 @@ def test_poisson_batches_include_each_example_independently_with_rate_q():
     assert abs(np.var(sizes) - n * q * (1 - q)) < 0.1 * n * q * (1 - q)
     assert binomtest(pairs, draws, q * q).pvalue > 1e-3
     assert _poisson_batch(rng, 7, 1.0).tolist() == list(range(7))
+
+
+@pytest.mark.parametrize("hidden", [(), (3,)])
+def test_private_label_adds_the_label_fisher_information(hidden):
+    # As above, with the label a private coordinate: its column is
+    # epochs * ||J_y||^2 / (sigma C)^2, with J_y from finite differences in y.
+    X, y = _data(n=24, d=3)
+    sigma, C, epochs = 2.0, 0.5, 2
+    params = dict(
+        hidden_layer_sizes=hidden,
+        noise_multiplier=sigma,
+        max_grad_norm=C,
+        batch_size=8,
+        sampling="shuffle",
+        learning_rate=1e-300,
+        max_iter=epochs,
+        random_state=0,
+    )
+    clf = DPSGDClassifier(**params, private_label=True).fit(X, pd.Series(y, name="t"))
+    features = DPSGDClassifier(**params).fit(X, y).privacy_report_
+    net = Network(clf.coefs_, clf.intercepts_, "tanh")
+    h = 1e-6
+    label = np.empty(len(X))
+    for i in range(len(X)):
+        up = _clipped_gradient(net, X[i], np.array([y[i] + h]), C, "gelu")
+        down = _clipped_gradient(net, X[i], np.array([y[i] - h]), C, "gelu")
+        label[i] = ((up - down) / (2 * h)) @ ((up - down) / (2 * h))
+    expected = epochs * label / (sigma * C) ** 2
+    report = clf.privacy_report_
+    assert_allclose(report["fil[t]"] ** 2, expected, rtol=1e-6)
+    total = features["fil"] ** 2 + expected
+    assert_allclose(report["fil"] ** 2, total, rtol=1e-6)
+    assert_allclose(report["dfil"] ** 2, total / 4, rtol=1e-6)  # k = 3 + 1

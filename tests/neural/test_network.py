@@ -174,3 +174,37 @@ def test_logistic_kernel_equals_the_generic_forward_over_reverse(n_out):
     kernel = net.jacobian_sq_norms(acts, logits, deltas, norms, c, dc, coords)
     generic = net._jvp_sq_norms(acts, logits, deltas, norms, c, dc, coords)
     assert_allclose(kernel, generic, rtol=1e-12)
+
+
+@pytest.mark.parametrize("name", ARCHITECTURES)
+@pytest.mark.parametrize("clipping", ["gelu", "hard"])
+def test_label_jacobian_matches_finite_differences(name, clipping):
+    # The label as a continuous coordinate (binary) or a one-hot vector moving
+    # on the sum-to-one plane (multiclass): trace over an orthonormal basis.
+    sizes, n_out = ARCHITECTURES[name]
+    net = _network(sizes, n_out)
+    X, Y = _data(5, 3, n_out)
+    C = 0.7
+
+    def clipped(x, y):
+        g = _flat_grad(net, x, y)
+        return clip_factor(np.linalg.norm(g)[None], C, clipping)[0][0] * g
+
+    acts, logits = net.forward(X)
+    deltas = net.backward(acts, logits, Y)
+    norms = net.grad_norms(acts, deltas)
+    c, dc = clip_factor(norms, C, clipping)
+    fast = net.label_sq_norm(acts, deltas, norms, c, dc)
+    K = Y.shape[1]
+    basis = (
+        np.ones((1, 1))
+        if K == 1
+        else np.linalg.svd(np.eye(K) - 1.0 / K)[0][:, : K - 1].T
+    )
+    h = 1e-6
+    for i in range(5):
+        trace = 0.0
+        for u in basis:
+            col = (clipped(X[i], Y[i] + h * u) - clipped(X[i], Y[i] - h * u)) / (2 * h)
+            trace += col @ col
+        assert_allclose(fast[i], trace, rtol=1e-6, atol=1e-12)
