@@ -25,7 +25,7 @@ estimator's numba kernels are compiled on a small fit before timing.
 
 Usage::
 
-    python benchmarks/bench_dpsgd.py [--epochs 5] [--mlp-epochs 1]
+    python benchmarks/bench_dpsgd.py [--epochs 10] [--mlp-epochs 1]
         [--fil-coordinates 16] [--out benchmarks/results/dpsgd.md]
 """
 
@@ -123,7 +123,7 @@ def configurations(hidden, k):
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--epochs", type=int, default=5)
+    parser.add_argument("--epochs", type=int, default=10)
     parser.add_argument("--mlp-epochs", type=int, default=1)
     parser.add_argument("--fil-coordinates", type=int, default=16)
     parser.add_argument("--out", type=Path, default=HERE / "results" / "dpsgd.md")

@@ -112,7 +112,8 @@ def _rdp_to_epsilon_rows(orders, rdp, delta):
     with np.errstate(divide="ignore", invalid="ignore"):
         eps = rdp + np.log1p(-1.0 / orders) - np.log(delta * orders) / (orders - 1.0)
     eps = np.where(orders > 1.01, eps, np.inf)
-    eps = np.where((rdp < 0) | (delta**2 + np.expm1(-rdp) > 0), 0.0, eps)
+    # delta^2 + expm1(-rdp) > 0 (the KL bound) is rdp < -log1p(-delta^2)
+    eps = np.where((rdp < 0) | (rdp < -math.log1p(-(delta**2))), 0.0, eps)
     return np.maximum(eps.min(axis=1), 0.0)
 
 
@@ -591,18 +592,21 @@ class PerInstanceAccountant:
             with np.errstate(invalid="ignore"):  # 0 pending steps at an inf level
                 extra = np.where(pending[:, None] > 0, pending[:, None] * table, 0.0)
             return self._rdp + extra
-        counts = self._counts.copy()
-        counts[np.arange(self.n_samples), self._level] += pending
-        present = np.flatnonzero(counts.any(axis=0))
-        rdp = np.zeros((self.n_samples, self._orders.size), dtype=np.float64)
-        if present.size == 0:
-            return rdp
-        table = self._level_rdp(present)
-        counts = counts[:, present]
+        # counts times a table over all levels (zero rows for levels never
+        # reached), plus the steps pending at each example's current level
+        used = np.flatnonzero(self._counts.any(axis=0))
+        present = np.union1d(used, np.unique(self._level[pending > 0]))
+        table = np.zeros((self._top + 1, self._orders.size))
+        if present.size:
+            table[present] = self._level_rdp(present)
         infinite = np.isinf(table)
-        rdp += counts @ np.where(infinite, 0.0, table)
+        finite = np.where(infinite, 0.0, table)
+        rdp = self._counts @ finite
+        rdp += pending[:, None] * finite[self._level]
         if np.any(infinite):
-            rdp[(counts > 0) @ infinite] = np.inf
+            reached = (self._counts > 0) @ infinite
+            reached |= (pending > 0)[:, None] & infinite[self._level]
+            rdp[reached] = np.inf
         return rdp
 
     def _level_rdp(self, levels):
