@@ -105,8 +105,10 @@ class DPSGDClassifier(ClassifierMixin, BaseEstimator):
         ``"hard"``: ``g min(1, C / ||g||)``. ``"gelu"``: ``g / (GELU(||g|| / C -
         1) + 1)``, smooth, with norms up to about ``1.1152 C`` (the exact
         maximum, :func:`~sklearn_fil.accounting.gelu_clip_max_norm`, is the
-        sensitivity used by the accountants). ``None`` does not clip: no
-        privacy guarantee.
+        sensitivity used by the accountants). The FIL accounting differentiates
+        hard clipping wherever it is differentiable (all but ``||g|| = C``);
+        GELU clipping, the smooth choice of Guo et al., needs no such caveat.
+        ``None`` does not clip: no privacy guarantee.
     batch_size : int, default=256
         Expected batch size; the sampling rate is ``batch_size / n``.
     learning_rate : float, default=0.1
