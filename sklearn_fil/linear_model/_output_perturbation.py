@@ -4,7 +4,6 @@
 # SPDX-License-Identifier: BSD-3-Clause
 
 import copy
-import warnings
 from numbers import Integral, Real
 from typing import ClassVar
 
@@ -23,7 +22,6 @@ from sklearn_fil.accounting import (
     mse_bound_rdp,
     output_perturbation_sensitivity,
 )
-from sklearn_fil.exceptions import PrivacyLeakWarning
 from sklearn_fil.fisher import fisher_information_loss
 from sklearn_fil.fisher._engine import (
     _default_chunk,
@@ -32,6 +30,7 @@ from sklearn_fil.fisher._engine import (
     eigh_spd,
 )
 from sklearn_fil.fisher._losses import LOSSES
+from sklearn_fil.utils._guarantee import GuaranteeMixin
 from sklearn_fil.utils._sklearn_compat import (
     Interval,
     _check_sample_weight,
@@ -132,7 +131,7 @@ def _fit_glm(
     )
 
 
-class _BaseOutputPerturbed(BaseEstimator):
+class _BaseOutputPerturbed(GuaranteeMixin, BaseEstimator):
     """Fit, release ``w* + N(0, sigma^2 I)`` and report its FIL."""
 
     _loss = None
@@ -320,24 +319,6 @@ class _BaseOutputPerturbed(BaseEstimator):
 
     def _preprocess(self, X):
         return X
-
-    def _guaranteed(self, key):
-        check_is_fitted(self)
-        state = self._guarantee_state
-        if state["reason"] is not None:
-            warnings.warn(state["reason"], PrivacyLeakWarning, stacklevel=3)
-            return None
-        return state[key]
-
-    @property
-    def epsilon_(self):
-        """ε of the (ε, δ)-DP guarantee of the release, or None (with a warning)."""
-        return self._guaranteed("epsilon")
-
-    @property
-    def delta_(self):
-        """δ of the (ε, δ)-DP guarantee of the release, or None (with a warning)."""
-        return self._guaranteed("delta")
 
     @property
     def rdp_epsilon_(self):

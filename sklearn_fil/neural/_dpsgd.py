@@ -6,7 +6,6 @@
 import copy
 import itertools
 import sys
-import warnings
 from numbers import Integral, Real
 from typing import ClassVar
 
@@ -25,10 +24,10 @@ from sklearn_fil.accounting import (
     fil_subsampling_factor,
     gelu_clip_max_norm,
 )
-from sklearn_fil.exceptions import PrivacyLeakWarning
 from sklearn_fil.linear_model._output_perturbation import _noise_rng
 from sklearn_fil.neural._kernels import linear_fil_accumulate
 from sklearn_fil.neural._network import Network, clip_factor
+from sklearn_fil.utils._guarantee import GuaranteeMixin
 from sklearn_fil.utils._sklearn_compat import Interval, StrOptions, _fit_context
 
 
@@ -57,7 +56,7 @@ _NO_CLIP_MSG = (
 )
 
 
-class DPSGDClassifier(ClassifierMixin, BaseEstimator):
+class DPSGDClassifier(GuaranteeMixin, ClassifierMixin, BaseEstimator):
     """Differentially private SGD for logistic regression and tanh MLPs.
 
     Each step samples every training example with probability ``q =
@@ -681,24 +680,6 @@ class DPSGDClassifier(ClassifierMixin, BaseEstimator):
         g_norm = net.grad_norms(acts, net.backward(acts, logits, Y))
         c, _ = clip_factor(g_norm, C, self.clipping, net.xp)
         return c * g_norm / C
-
-    def _guaranteed(self, key):
-        check_is_fitted(self)
-        state = self._guarantee_state
-        if state["reason"] is not None:
-            warnings.warn(state["reason"], PrivacyLeakWarning, stacklevel=3)
-            return None
-        return state[key]
-
-    @property
-    def epsilon_(self):
-        """Epsilon of the (epsilon, delta)-DP guarantee, or None (with a warning)."""
-        return self._guaranteed("epsilon")
-
-    @property
-    def delta_(self):
-        """Delta of the (epsilon, delta)-DP guarantee, or None (with a warning)."""
-        return self._guaranteed("delta")
 
     def _network(self, xp=np, device=None):
         check_is_fitted(self)
