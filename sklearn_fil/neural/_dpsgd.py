@@ -148,6 +148,10 @@ class DPSGDClassifier(GuaranteeMixin, ClassifierMixin, BaseEstimator):
         Recompute every example's gradient norm with a full pass every this
         many epochs; otherwise a norm is updated when its example is sampled
         (every norm is computed once before training).
+    record_steps : int or array-like of int, default=None
+        Steps (numbered from 1) whose released update to keep in
+        ``recorded_steps_``; an int ``k`` keeps the first ``k``. None keeps
+        none. Recording draws no random numbers, so it never changes training.
     backend : {"auto", "numpy", "cupy"}, default="auto"
         Where training computes. ``"auto"`` follows scikit-learn's array API
         rule: arrays of another namespace (CuPy on a GPU, ``array_api_strict``)
@@ -177,6 +181,13 @@ class DPSGDClassifier(GuaranteeMixin, ClassifierMixin, BaseEstimator):
         Epochs run.
     t_ : int
         Steps taken.
+    recorded_steps_ : list of dict
+        One dict per step of ``record_steps``: ``step``, the batch
+        ``indices``, the ``divisor`` of the sum, the weights before the step
+        (``coefs``, ``intercepts``) and the released gradient of each layer
+        (``grad_coefs``, ``grad_intercepts``: the noised sum of clipped
+        gradients over ``divisor``, before weight decay and momentum). The
+        batch indices are secret: this is material for auditing attacks.
     epsilon_ : float or None
         Epsilon of the (epsilon, delta)-DP guarantee; None (with a warning)
         without one.
@@ -252,6 +263,11 @@ class DPSGDClassifier(GuaranteeMixin, ClassifierMixin, BaseEstimator):
         "fil_coordinates": [None, Interval(Integral, 1, None, closed="left")],
         "norm_precision": [Interval(Real, 0, None, closed="neither")],
         "norm_refresh": [None, Interval(Integral, 1, None, closed="left")],
+        "record_steps": [
+            None,
+            Interval(Integral, 0, None, closed="left"),
+            "array-like",
+        ],
         "backend": [StrOptions({"auto", "numpy", "cupy"})],
         "random_state": ["random_state"],
         "verbose": ["verbose"],
@@ -279,6 +295,7 @@ class DPSGDClassifier(GuaranteeMixin, ClassifierMixin, BaseEstimator):
         fil_coordinates=None,
         norm_precision=0.01,
         norm_refresh=None,
+        record_steps=None,
         backend="auto",
         random_state=None,
         verbose=0,
@@ -302,6 +319,7 @@ class DPSGDClassifier(GuaranteeMixin, ClassifierMixin, BaseEstimator):
         self.fil_coordinates = fil_coordinates
         self.norm_precision = norm_precision
         self.norm_refresh = norm_refresh
+        self.record_steps = record_steps
         self.backend = backend
         self.random_state = random_state
         self.verbose = verbose
@@ -313,6 +331,7 @@ class DPSGDClassifier(GuaranteeMixin, ClassifierMixin, BaseEstimator):
             raise ValueError(
                 f"hidden_layer_sizes must hold positive integers; got {sizes!r}."
             )
+        _steps_to_record(self.record_steps)  # checked before any work
         if self.batch_size > n:
             raise ValueError(
                 f"batch_size={self.batch_size} exceeds the number of examples ({n})."
@@ -518,6 +537,8 @@ class DPSGDClassifier(GuaranteeMixin, ClassifierMixin, BaseEstimator):
             (xp.zeros_like(W), xp.zeros_like(b))
             for W, b in zip(net.coefs, net.intercepts, strict=True)
         ]
+        record = _steps_to_record(self.record_steps)
+        recorded_steps = []
         t = 0
         for epoch in range(1, self.max_iter + 1):
             if self.norm_refresh and epoch > 1 and (epoch - 1) % self.norm_refresh == 0:
@@ -589,6 +610,10 @@ class DPSGDClassifier(GuaranteeMixin, ClassifierMixin, BaseEstimator):
                             )
                 if per_instance is not None:
                     pending.append((idx, new_norms))
+                recorded = None
+                if t in record:
+                    recorded = _Recorded(t, idx, divisor, net.coefs, net.intercepts)
+                    recorded_steps.append(recorded)
                 for layer, (gW, gb) in enumerate(grads):
                     W, b = net.coefs[layer], net.intercepts[layer]
                     if sigma > 0:
@@ -597,8 +622,10 @@ class DPSGDClassifier(GuaranteeMixin, ClassifierMixin, BaseEstimator):
                         noise_b = rng.normal(0.0, sigma * C, size=b.shape)
                         gW = gW + _backend.asarray(noise_W, xp, device)
                         gb = gb + _backend.asarray(noise_b, xp, device)
-                    gW = gW / divisor + alpha * W
-                    gb = gb / divisor
+                    gW, gb = gW / divisor, gb / divisor  # the released gradient
+                    if recorded is not None:
+                        recorded.add_gradient(gW, gb)
+                    gW = gW + alpha * W
                     vW, vb = velocity[layer]
                     vW = momentum * vW + gW
                     vb = momentum * vb + gb
@@ -615,6 +642,7 @@ class DPSGDClassifier(GuaranteeMixin, ClassifierMixin, BaseEstimator):
                 )
         self.n_iter_ = self.max_iter
         self.t_ = t
+        self.recorded_steps_ = [r.as_dict() for r in recorded_steps]
         # The one copy of the per-example accumulators back to the host.
         norms = _backend.to_numpy(norms)
         fil_trace = None if fil_trace is None else _backend.to_numpy(fil_trace)
@@ -815,3 +843,51 @@ def _replay(accountant, pending, xp):
             continue
         accountant.step(flat[start : start + idx.size], indices=idx)
         start += idx.size
+
+
+def _steps_to_record(record_steps):
+    """The set of step numbers to record (1-based)."""
+    if record_steps is None:
+        return frozenset()
+    if isinstance(record_steps, Integral):
+        return frozenset(range(1, int(record_steps) + 1))
+    steps = np.asarray(record_steps)
+    if (
+        steps.ndim != 1
+        or not np.issubdtype(steps.dtype, np.integer)
+        or (steps.size and steps.min() < 1)
+    ):
+        raise ValueError(
+            "record_steps must be None, an int, or a 1-D array of step numbers "
+            f">= 1; got {record_steps!r}."
+        )
+    return frozenset(steps.tolist())
+
+
+class _Recorded:
+    """One recorded step: the batch, the weights before it, the released update."""
+
+    def __init__(self, step, indices, divisor, coefs, intercepts):
+        self.step = step
+        self.indices = np.array(indices, copy=True)
+        self.divisor = float(divisor)
+        self.coefs = [np.array(_backend.to_numpy(W), copy=True) for W in coefs]
+        self.intercepts = [
+            np.array(_backend.to_numpy(b), copy=True) for b in intercepts
+        ]
+        self.grad_coefs, self.grad_intercepts = [], []
+
+    def add_gradient(self, gW, gb):
+        self.grad_coefs.append(np.array(_backend.to_numpy(gW), copy=True))
+        self.grad_intercepts.append(np.array(_backend.to_numpy(gb), copy=True))
+
+    def as_dict(self):
+        return {
+            "step": self.step,
+            "indices": self.indices,
+            "divisor": self.divisor,
+            "coefs": self.coefs,
+            "intercepts": self.intercepts,
+            "grad_coefs": self.grad_coefs,
+            "grad_intercepts": self.grad_intercepts,
+        }

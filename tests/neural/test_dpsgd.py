@@ -8,7 +8,7 @@ import dp_accounting
 import numpy as np
 import pandas as pd
 import pytest
-from numpy.testing import assert_allclose
+from numpy.testing import assert_allclose, assert_array_equal
 from scipy.special import expit
 from sklearn.datasets import make_classification
 from sklearn.utils._param_validation import InvalidParameterError
@@ -347,3 +347,44 @@ def test_private_label_adds_the_label_fisher_information(hidden):
     total = features["fil"] ** 2 + expected
     assert_allclose(report["fil"] ** 2, total, rtol=1e-6)
     assert_allclose(report["dfil"] ** 2, total / 4, rtol=1e-6)  # k = 3 + 1
+
+
+def test_recorded_steps_hold_the_released_update_and_change_nothing():
+    X, y = _data(n=90, d=4)
+    params = dict(
+        hidden_layer_sizes=(5,),
+        noise_multiplier=0.8,
+        max_grad_norm=0.3,
+        clipping="hard",
+        batch_size=15,
+        max_iter=2,
+        momentum=0.5,
+        random_state=0,
+    )
+    plain = DPSGDClassifier(**params).fit(X, y)
+    rec = DPSGDClassifier(**params, record_steps=[2, 5]).fit(X, y)
+    for a, b in zip(plain.coefs_, rec.coefs_, strict=True):
+        assert_array_equal(a, b)  # recording never changes training
+    assert [r["step"] for r in rec.recorded_steps_] == [2, 5]
+    # Without noise the released gradient is the clipped sum over the divisor,
+    # recomputed here from the recorded weights and batch alone.
+    quiet = DPSGDClassifier(**{**params, "noise_multiplier": 0.0}, record_steps=3)
+    with pytest.warns(PrivacyLeakWarning):
+        assert quiet.fit(X, y).epsilon_ is None
+    for r in quiet.recorded_steps_:
+        net = Network(r["coefs"], r["intercepts"], "tanh")
+        Y = y[r["indices"]][:, None].astype(float)
+        total = sum(
+            _clipped_gradient(net, X[i], Y[k], 0.3, "hard")
+            for k, i in enumerate(r["indices"])
+        )
+        flat = np.concatenate(
+            [
+                np.concatenate([gW.ravel(), gb])
+                for gW, gb in zip(r["grad_coefs"], r["grad_intercepts"], strict=True)
+            ]
+        )
+        assert_allclose(flat, total / r["divisor"], rtol=1e-10, atol=1e-14)
+    assert not hasattr(rec.release(), "recorded_steps_")
+    with pytest.raises(ValueError, match="record_steps"):
+        DPSGDClassifier(record_steps=[0, 1], batch_size=15).fit(X, y)
