@@ -1,14 +1,20 @@
 """Privacy attacks that check the FIL report against what an adversary recovers.
 
-Each attack takes the target model in its constructor, learns the adversary's
-knowledge in ``fit`` and returns its guesses from ``transform`` (or ``predict``
-for membership); ``score`` compares them with the truth, and
-:func:`attack_report` tabulates per-example success by FIL decile.
+The attacks on released models take the target model in their constructor,
+learn the adversary's knowledge in ``fit`` and return their guesses from
+``transform`` (or ``predict`` for membership); ``score`` compares them with the
+truth, and :func:`attack_report` tabulates per-example success by FIL decile.
+:class:`GradientLabelAttack` instead reads shared gradients (of a federated or
+recorded DP-SGD step) and recovers the binary labels of a whole batch.
 """
 
 # Authors: The sklearn-fil developers
 # SPDX-License-Identifier: BSD-3-Clause
 
+from sklearn_fil.attacks._gradient_label import (
+    GradientLabelAttack,
+    gradient_label_inputs,
+)
 from sklearn_fil.attacks._inversion import (
     BlackBoxAttributeInversion,
     WhiteBoxAttributeInversion,
@@ -20,7 +26,9 @@ from sklearn_fil.attacks._report import attack_report
 __all__ = [
     "BlackBoxAttributeInversion",
     "GLMReconstructionAttack",
+    "GradientLabelAttack",
     "LossThresholdMembershipInference",
     "WhiteBoxAttributeInversion",
     "attack_report",
+    "gradient_label_inputs",
 ]
