@@ -21,6 +21,7 @@ from sklearn_fil.accounting._gaussian import (
     gaussian_rdp,
     output_perturbation_sensitivity,
 )
+from sklearn_fil.accounting._label_dp import label_dp_lower_bound
 
 __all__ = [
     "PerInstanceAccountant",
@@ -30,6 +31,7 @@ __all__ = [
     "gaussian_epsilon",
     "gaussian_rdp",
     "gelu_clip_max_norm",
+    "label_dp_lower_bound",
     "mse_bound_fil",
     "mse_bound_rdp",
     "output_perturbation_sensitivity",
