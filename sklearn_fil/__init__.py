@@ -5,7 +5,7 @@
 
 from importlib.metadata import PackageNotFoundError, version
 
-from sklearn_fil import accounting, exceptions, fisher
+from sklearn_fil import accounting, exceptions, fisher, plotting
 from sklearn_fil.linear_model import (
     IRFILClassifier,
     IRFILRegressor,
@@ -29,4 +29,5 @@ __all__ = [
     "accounting",
     "exceptions",
     "fisher",
+    "plotting",
 ]

@@ -1,0 +1,223 @@
+"""Shared helpers of the Display objects: lazy matplotlib, input checks, bins."""
+
+# Authors: The sklearn-fil developers
+# SPDX-License-Identifier: BSD-3-Clause
+
+import warnings
+from numbers import Integral
+
+import numpy as np
+import pandas as pd
+from sklearn.utils.validation import check_is_fitted
+
+_INSTALL = "pip install sklearn-fil[plot]"
+
+# Axis labels of the report columns (mathtext is fine in labels).
+_COLUMN_LABELS = {
+    "fil": r"per-example FIL $\eta_i$",
+    "dfil": r"diagonal FIL $\bar{\eta}_i$",
+    "mse_bound": "FIL bound on the per-coordinate MSE",
+    "epsilon": r"per-instance $\varepsilon_i$",
+    "grad_norm": "clipped gradient norm / C",
+    "weight": "IRFIL weight",
+}
+
+
+def _pyplot(caller):
+    """``matplotlib.pyplot``, imported on first use.
+
+    Raises
+    ------
+    ImportError
+        When matplotlib is not installed, naming the extra that installs it.
+    """
+    try:
+        import matplotlib.pyplot as plt
+    except ImportError as exc:
+        raise ImportError(
+            f"{caller} requires matplotlib, an optional dependency of "
+            f"sklearn-fil; install it with: {_INSTALL}"
+        ) from exc
+    return plt
+
+
+def _axes(ax, caller):
+    """``(ax, figure)``: ``ax`` itself, or a new figure's single axes."""
+    plt = _pyplot(caller)
+    if ax is None:
+        _, ax = plt.subplots()
+    return ax, ax.figure
+
+
+def _column_label(column):
+    return _COLUMN_LABELS.get(column, str(column))
+
+
+def _fitted_report(estimator, caller):
+    """The ``privacy_report_`` of a fitted estimator, with clear errors."""
+    check_is_fitted(estimator)
+    report = getattr(estimator, "privacy_report_", None)
+    if report is None:
+        raise ValueError(
+            f"{caller} needs the privacy_report_ of a fitted estimator; "
+            f"{type(estimator).__name__} has none (a released copy carries no "
+            "report: the report is sensitive). Pass the fitted estimator."
+        )
+    return report
+
+
+def _check_frame(frame, name, caller):
+    if not isinstance(frame, pd.DataFrame):
+        raise TypeError(
+            f"{caller} needs {name} as a pandas DataFrame, got {type(frame).__name__}."
+        )
+    return frame
+
+
+def _report_column(report, column, caller):
+    """One column of a report as a float64 array, with clear errors."""
+    _check_frame(report, "the report", caller)
+    if column not in report.columns:
+        raise ValueError(
+            f"The report has no column {column!r}; its columns are "
+            f"{[str(c) for c in report.columns]}."
+        )
+    try:
+        return report[column].to_numpy(dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"Column {column!r} of the report is not numeric.") from exc
+
+
+def _check_values(values, name):
+    """``values`` as a float64 1d array (non-finite values are allowed)."""
+    try:
+        array = np.asarray(values, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise TypeError(f"{name} must be an array of real numbers.") from exc
+    if array.ndim != 1:
+        raise ValueError(f"{name} must be a 1d array, got shape {array.shape}.")
+    if array.size == 0:
+        raise ValueError(f"{name} must not be empty.")
+    return array
+
+
+def _check_groups(groups, n_samples):
+    """``groups`` as a 1d array of length ``n_samples``, or None."""
+    if groups is None:
+        return None
+    groups = groups.to_numpy() if isinstance(groups, pd.Series) else np.asarray(groups)
+    if groups.shape != (n_samples,):
+        raise ValueError(
+            f"groups must be a 1d array with one value per example "
+            f"({n_samples}), got shape {groups.shape}."
+        )
+    return groups
+
+
+def _group_keys(groups):
+    """The distinct groups, sorted when they can be, else in order of appearance."""
+    if groups is None:
+        return ["all"]
+    try:
+        keys = np.unique(groups)
+    except TypeError:
+        keys = pd.unique(pd.Series(groups, dtype=object))
+    return [k.item() if isinstance(k, np.generic) else k for k in keys]
+
+
+def _check_positive_scalar(value, name):
+    """A finite, positive float (or None)."""
+    if value is None:
+        return None
+    try:
+        value = float(value)
+    except (TypeError, ValueError) as exc:
+        raise TypeError(f"{name} must be a real number, got {value!r}.") from exc
+    if not (np.isfinite(value) and value > 0):
+        raise ValueError(f"{name} must be finite and > 0, got {value!r}.")
+    return value
+
+
+def _check_n(n, name="n"):
+    if isinstance(n, bool | np.bool_) or not isinstance(n, Integral | np.integer):
+        raise TypeError(f"{name} must be an integer, got {n!r}.")
+    if n < 1:
+        raise ValueError(f"{name} must be >= 1, got {n}.")
+    return int(n)
+
+
+def _shown(values, log_scale, name):
+    """Mask of the values that can be drawn; warns about the others.
+
+    Non-finite values (e.g. an infinite ``mse_bound`` where the FIL is zero)
+    have no place on an axis, nor have non-positive values on a log scale.
+    """
+    mask = np.isfinite(values)
+    if log_scale:
+        mask &= values > 0
+    dropped = int(values.size - mask.sum())
+    if not mask.any():
+        condition = "finite and positive" if log_scale else "finite"
+        raise ValueError(f"No value of {name} is {condition}: nothing to plot.")
+    if dropped:
+        condition = "not finite"
+        if log_scale:
+            condition = "not finite or not positive (log scale)"
+        warnings.warn(
+            f"{dropped} of {values.size} values of {name} are {condition} and "
+            "are not shown.",
+            UserWarning,
+            stacklevel=3,
+        )
+    return mask
+
+
+def _bin_edges(values, bins, log_scale):
+    """Histogram bin edges over ``values`` (finite, and positive on a log scale).
+
+    An integer or a string ``bins`` is spread evenly (in ``log10`` on a log
+    scale) from the smallest to the largest value, both included exactly; a
+    sequence is used as it is.
+    """
+    if not isinstance(bins, Integral | str):
+        edges = np.asarray(bins, dtype=np.float64)
+        if edges.ndim != 1 or edges.size < 2 or np.any(np.diff(edges) <= 0):
+            raise ValueError(
+                "bins must be an integer, a numpy bin rule or an increasing "
+                "sequence of at least two edges."
+            )
+        return edges
+    if isinstance(bins, Integral):
+        _check_n(bins, "bins")  # (rejects booleans)
+    if not log_scale:
+        return np.histogram_bin_edges(values, bins=bins)
+    edges = 10.0 ** np.histogram_bin_edges(np.log10(values), bins=bins)
+    lo, hi = values.min(), values.max()
+    if lo < hi:  # the rounding of 10 ** log10 must not leave out the extremes
+        edges[0], edges[-1] = lo, hi
+    return edges
+
+
+def _histograms(ax, values, groups, bins, log_scale, name, kwargs):
+    """Overlaid histograms of ``values`` by group on shared bin edges.
+
+    Returns ``(edges, bars)`` with ``bars`` a dict from group (``"all"``
+    without groups) to the matplotlib ``BarContainer``.
+    """
+    mask = _shown(values, log_scale, name)
+    edges = _bin_edges(values[mask], bins, log_scale)
+    keys = _group_keys(groups)
+    hist_kwargs = {"alpha": 0.6 if len(keys) > 1 else 1.0, **kwargs}
+    label = hist_kwargs.pop("label", None)
+    bars = {}
+    for key in keys:
+        rows = mask if groups is None else mask & (groups == key)
+        if groups is not None:
+            label = str(key)
+        _, _, container = ax.hist(values[rows], bins=edges, label=label, **hist_kwargs)
+        bars[key] = container
+    if log_scale:
+        ax.set_xscale("log")
+    if groups is not None:
+        ax.legend()
+    return edges, bars

@@ -1,0 +1,221 @@
+"""Convergence of IRFIL: the spread of the FIL over the reweightings."""
+
+# Authors: The sklearn-fil developers
+# SPDX-License-Identifier: BSD-3-Clause
+
+import numpy as np
+from sklearn.utils.validation import check_is_fitted
+
+from sklearn_fil.plotting._base import _axes, _check_frame, _check_values
+
+
+class IRFILConvergenceDisplay:
+    """Standard deviation (and mean) of the per-example FIL over IRFIL iterations.
+
+    IRFIL refits with weights inversely proportional to each example's FIL
+    until every example leaks alike; the standard deviation of the FIL across
+    examples falls at every reweighting while the mean barely moves (Hannun
+    et al., 2021, Figure 5). This display draws both against the iteration,
+    on a log scale by default. Draw several estimators on one axes by calling
+    :meth:`plot` (or a ``from_*`` method) with the same ``ax`` and a
+    ``name`` for each.
+
+    Create it with :meth:`from_estimator` or :meth:`from_history`.
+
+    Parameters
+    ----------
+    iteration : array-like of shape (n_fits,)
+        Iteration numbers (0: the fit before any reweighting).
+    std : array-like of shape (n_fits,)
+        Standard deviation of the levelled FIL at each iteration.
+    mean : array-like of shape (n_fits,), default=None
+        Its mean; None draws no mean.
+    name : str, default=None
+        Name of the estimator, for the legend.
+
+    Attributes
+    ----------
+    ax_ : matplotlib Axes
+        Axes of the plot.
+    figure_ : matplotlib Figure
+        Figure of ``ax_``.
+    line_ : matplotlib Line2D
+        The standard deviation against the iteration.
+    mean_line_ : matplotlib Line2D or None
+        The mean (dashed, same colour); None without it.
+
+    See Also
+    --------
+    sklearn_fil.IRFILClassifier : IRFIL for logistic regression.
+    sklearn_fil.IRFILRegressor : IRFIL for ridge regression.
+
+    References
+    ----------
+    Hannun, Guo & van der Maaten (2021), *Measuring data leakage in
+    machine-learning models with Fisher information*, UAI, Figure 5.
+
+    Examples
+    --------
+    >>> from sklearn.datasets import make_regression
+    >>> from sklearn_fil import IRFILRegressor
+    >>> from sklearn_fil.plotting import IRFILConvergenceDisplay
+    >>> X, y = make_regression(n_samples=100, n_features=4, random_state=0)
+    >>> reg = IRFILRegressor(sigma=0.1, n_iter=3, tol=0, random_state=0).fit(X, y)
+    >>> display = IRFILConvergenceDisplay.from_estimator(reg)
+    >>> display.line_.get_xdata().tolist()
+    [0, 1, 2, 3]
+    """
+
+    def __init__(self, *, iteration, std, mean=None, name=None):
+        self.iteration = iteration
+        self.std = std
+        self.mean = mean
+        self.name = name
+
+    def plot(self, ax=None, *, name=None, show_mean=True, log_scale=True, **kwargs):
+        """Draw the standard deviation, and the mean, against the iteration.
+
+        Parameters
+        ----------
+        ax : matplotlib Axes, default=None
+            Axes to draw on; None creates a figure.
+        name : str, default=None
+            Name for the legend; None uses the display's ``name``.
+        show_mean : bool, default=True
+            Also draw the mean, dashed, when the display has one.
+        log_scale : bool, default=True
+            Logarithmic y axis.
+        **kwargs : dict
+            Passed to ``Axes.plot`` for both lines.
+
+        Returns
+        -------
+        display : IRFILConvergenceDisplay
+            The display, with its artists.
+        """
+        iteration = _check_values(self.iteration, "iteration")
+        x = np.asarray(self.iteration)  # as given: integers stay integers
+        std = _check_values(self.std, "std")
+        mean = None if self.mean is None else _check_values(self.mean, "mean")
+        for values, label in ((std, "std"), (mean, "mean")):
+            if values is not None and values.shape != iteration.shape:
+                raise ValueError(
+                    f"{label} must have one value per iteration ({iteration.size}), "
+                    f"got {values.size}."
+                )
+        name = self.name if name is None else name
+        prefix = "" if name is None else f"{name}: "
+        ax, figure = _axes(ax, f"{type(self).__name__}.plot")
+        plot_kwargs = {"marker": "o", **kwargs}
+        (self.line_,) = ax.plot(x, std, label=f"{prefix}std of FIL", **plot_kwargs)
+        self.mean_line_ = None
+        if show_mean and mean is not None:
+            mean_kwargs = {
+                **plot_kwargs,
+                "color": self.line_.get_color(),
+                "linestyle": "--",
+            }
+            (self.mean_line_,) = ax.plot(
+                x, mean, label=f"{prefix}mean FIL", **mean_kwargs
+            )
+        if log_scale:
+            ax.set_yscale("log")
+        if np.all(iteration == np.round(iteration)):
+            from matplotlib.ticker import MaxNLocator
+
+            ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+        ax.set_xlabel("IRFIL iteration")
+        ax.set_ylabel("FIL across the examples")
+        ax.legend()
+        self.ax_, self.figure_ = ax, figure
+        return self
+
+    @classmethod
+    def from_estimator(
+        cls, estimator, *, ax=None, name=None, show_mean=True, log_scale=True, **kwargs
+    ):
+        """The ``fil_history_`` of a fitted IRFIL estimator.
+
+        Parameters
+        ----------
+        estimator : IRFILClassifier or IRFILRegressor
+            Fitted estimator with a ``fil_history_``.
+        ax : matplotlib Axes, default=None
+            Axes to draw on; None creates a figure.
+        name : str, default=None
+            Name for the legend; None: the estimator's class name.
+        show_mean : bool, default=True
+            Also draw the mean, dashed.
+        log_scale : bool, default=True
+            Logarithmic y axis.
+        **kwargs : dict
+            Passed to ``Axes.plot``.
+
+        Returns
+        -------
+        display : IRFILConvergenceDisplay
+            The drawn display.
+        """
+        check_is_fitted(estimator)
+        history = getattr(estimator, "fil_history_", None)
+        if history is None:
+            raise ValueError(
+                f"{cls.__name__}.from_estimator needs an IRFIL estimator with a "
+                f"fil_history_; {type(estimator).__name__} has none."
+            )
+        name = type(estimator).__name__ if name is None else name
+        return cls.from_history(
+            history,
+            ax=ax,
+            name=name,
+            show_mean=show_mean,
+            log_scale=log_scale,
+            **kwargs,
+        )
+
+    @classmethod
+    def from_history(
+        cls, history, *, ax=None, name=None, show_mean=True, log_scale=True, **kwargs
+    ):
+        """A history table with columns ``iteration``, ``std`` and ``mean``.
+
+        Parameters
+        ----------
+        history : pandas.DataFrame
+            One row per fit, e.g. an IRFIL estimator's ``fil_history_``;
+            ``mean`` is needed only with ``show_mean=True``.
+        ax : matplotlib Axes, default=None
+            Axes to draw on; None creates a figure.
+        name : str, default=None
+            Name for the legend.
+        show_mean : bool, default=True
+            Also draw the mean, dashed.
+        log_scale : bool, default=True
+            Logarithmic y axis.
+        **kwargs : dict
+            Passed to ``Axes.plot``.
+
+        Returns
+        -------
+        display : IRFILConvergenceDisplay
+            The drawn display.
+        """
+        _check_frame(history, "the history", f"{cls.__name__}.from_history")
+        needed = ["iteration", "std"] + (["mean"] if show_mean else [])
+        missing = [c for c in needed if c not in history.columns]
+        if missing:
+            raise ValueError(
+                f"The history lacks the columns {missing}; it needs {needed} "
+                "(e.g. an IRFIL estimator's fil_history_)."
+            )
+        display = cls(
+            iteration=history["iteration"].to_numpy(),
+            std=history["std"].to_numpy(dtype=np.float64),
+            mean=(
+                history["mean"].to_numpy(dtype=np.float64)
+                if "mean" in history.columns
+                else None
+            ),
+            name=name,
+        )
+        return display.plot(ax=ax, show_mean=show_mean, log_scale=log_scale, **kwargs)
