@@ -28,6 +28,7 @@ from sklearn.preprocessing import normalize
 
 from sklearn_fil import OutputPerturbedLogisticRegression
 from sklearn_fil.attacks import GLMReconstructionAttack
+from sklearn_fil.plotting import ReconstructionBoundDisplay
 
 X, y = load_digits(return_X_y=True)
 X, y = normalize(X[y <= 1]), y[y <= 1]
@@ -57,11 +58,7 @@ for ax, sigma in zip(axes, (1e-4, 1e-2), strict=True):
         f"{held.mean():.1%} of {len(X)} examples; median MSE / bound "
         f"{np.median(mse / bound):.1f}"
     )
-    ax.loglog(bound[held], mse[held], ".", alpha=0.5, label="respects the bound")
-    ax.loglog(bound[~held], mse[~held], ".", color="C3", label="below the bound")
-    lims = [min(bound.min(), mse.min()), max(bound.max(), mse.max())]
-    ax.loglog(lims, lims, "k-", lw=1, label="MSE = bound")
-    ax.set_xlabel("FIL bound d / Tr(I_x)")
+    ReconstructionBoundDisplay(mse=mse, mse_bound=bound).plot(ax=ax)
     ax.set_title(f"sigma = {sigma:g}")
 axes[0].set_ylabel(f"realised MSE (mean of {n_releases} releases)")
 axes[0].legend()
