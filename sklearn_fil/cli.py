@@ -56,6 +56,8 @@ examples:
   sklearn-fil report patients.csv --target outcome --model logistic \\
       --data-norm 1 --sigma 0.5 --lam 0.1 --out patients_fil.csv
       your own data, rows clipped to norm 1 so that epsilon is reported
+  sklearn-fil report --dataset adult --plot adult_fil.png
+      UCI Adult (needs the data packages), with the FIL histogram by class
 
 warning: the written report is itself sensitive. Every row is computed from
 one example's data and shows which examples are unusual: treat the file like
@@ -149,6 +151,16 @@ def _build_parser():
         "bundled breast-cancer data, preprocessed as described above)",
     )
     report.add_argument(
+        "--dataset",
+        choices=tuple(_DATASETS),
+        help="a real data set instead of a CSV: breast_cancer (bundled with "
+        "scikit-learn, the default), adult (UCI Adult, logistic, marital status "
+        "as a one-hot attribute), mnist01 (MNIST digits 0 and 1, 784 pixels "
+        "scaled to the unit ball, logistic with --data-norm 1), iwpc (warfarin "
+        "dose, linear, VKORC1 as a one-hot attribute); the last three need the "
+        "data packages of sklearn_fil.datasets",
+    )
+    report.add_argument(
         "--target",
         metavar="COL",
         help="name of the label column; required with a CSV (default: 'target' "
@@ -217,6 +229,12 @@ def _build_parser():
         help="number of most exposed examples to list (default: %(default)s)",
     )
     report.add_argument(
+        "--plot",
+        metavar="PNG",
+        help="also write the histogram of the per-example FIL (by class for a "
+        "logistic model) to this image file; needs matplotlib",
+    )
+    report.add_argument(
         "--out",
         default="report.csv",
         metavar="PATH",
@@ -249,6 +267,101 @@ def _load_bundled():
     Z /= np.linalg.norm(Z, axis=1).max()
     X = pd.DataFrame(Z, index=bunch.data.index, columns=bunch.data.columns)
     return X, bunch.frame[_BUNDLED_TARGET]
+
+
+def _bundled_dataset(sym):
+    X, y = _load_bundled()
+    data = {
+        "name": "breast cancer (bundled with scikit-learn; standardised, rows "
+        f"scaled to norm {sym['le']} 1)",
+        "target": _BUNDLED_TARGET,
+        "model": "logistic",
+        "data_norm": _BUNDLED_DATA_NORM,
+        "dp_scope": "the preprocessed rows (not the raw data: the preprocessing "
+        "uses every example)",
+    }
+    return X, y, data, None
+
+
+def _real_dataset(loader, name, target, model, data_norm=None, **kwargs):
+    """A loader of sklearn_fil.datasets as a ``--dataset`` choice."""
+
+    def load(sym):
+        from sklearn_fil import datasets
+
+        try:
+            bunch = getattr(datasets, loader)(as_frame=True, **kwargs)
+        except ImportError as exc:
+            raise _InputError(str(exc)) from None
+        y = pd.Series(bunch.target, index=bunch.data.index, name=target)
+        data = {
+            "name": name,
+            "target": target,
+            "model": model,
+            "data_norm": data_norm,
+            "dp_scope": "the preprocessed rows (the preprocessing uses every example)",
+        }
+        return bunch.data, y, data, getattr(bunch, "onehot_groups", None)
+
+    return load
+
+
+_DATASETS = {
+    "breast_cancer": _bundled_dataset,
+    "adult": _real_dataset(
+        "load_adult",
+        "UCI Adult (training part; Hannun et al.'s preprocessing)",
+        "income",
+        "logistic",
+    ),
+    "mnist01": _real_dataset(
+        "load_mnist",
+        "MNIST digits 0 and 1 (training part, rows in the unit ball)",
+        "digit",
+        "logistic",
+        data_norm=1.0,
+        digits=(0, 1),
+    ),
+    "iwpc": _real_dataset(
+        "load_iwpc", "IWPC warfarin (standardised weekly dose)", "dose", "linear"
+    ),
+}
+
+
+def _check_plot_target(path):
+    """Fail before the fit when the plot cannot be written."""
+    if not path.parent.is_dir():
+        raise _InputError(
+            f"cannot write {path}: the directory {path.parent} does not exist"
+        )
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        raise _InputError(
+            "--plot needs matplotlib: pip install sklearn-fil[plot]"
+        ) from None
+
+
+def _plot_histogram(estimator, groups, path):
+    """The FIL histogram (by class for a classifier) as an image file."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from sklearn_fil.plotting import FILHistogramDisplay
+
+    fig, ax = plt.subplots(figsize=(7, 4))
+    groups = None if groups is None else np.asarray(groups)
+    FILHistogramDisplay.from_estimator(
+        estimator, groups=groups, bins=40, log_scale=True, ax=ax
+    )
+    try:
+        fig.savefig(path, dpi=100, bbox_inches="tight")
+    except (OSError, ValueError) as exc:
+        raise _InputError(f"cannot write the plot {path}: {exc}") from None
+    finally:
+        plt.close(fig)
 
 
 def _read_csv(path):
@@ -489,20 +602,19 @@ def _report(args, stdout):
         raise _InputError(
             f"cannot write {out}: the directory {out.parent} does not exist"
         )
+    if args.plot is not None:
+        _check_plot_target(Path(args.plot))
+    onehot_groups = None
+    if args.csv is not None and args.dataset is not None:
+        raise _InputError("give either a CSV file or --dataset, not both")
     if args.csv is None:
-        if args.target not in (None, _BUNDLED_TARGET):
+        name = args.dataset or "breast_cancer"
+        X, y, data, onehot_groups = _DATASETS[name](sym)
+        if args.target not in (None, data["target"]):
             raise _InputError(
-                f"--target {args.target!r} needs a CSV file; the bundled data's "
-                f"target is {_BUNDLED_TARGET!r}"
+                f"--target {args.target!r} needs a CSV file; the {name} data's "
+                f"target is {data['target']!r}"
             )
-        X, y = _load_bundled()
-        data = {
-            "name": "breast cancer (bundled with scikit-learn; standardised, rows "
-            f"scaled to norm {sym['le']} 1)",
-            "target": _BUNDLED_TARGET,
-            "dp_scope": "the preprocessed rows (not the raw data: the preprocessing "
-            "uses every example)",
-        }
     else:
         frame = _read_csv(args.csv)
         X, y = _split_csv(frame, args.csv, args.target)
@@ -511,7 +623,9 @@ def _report(args, stdout):
             "target": args.target,
             "dp_scope": f"the rows of {args.csv}",
         }
-    model, data["model_note"] = _choose_model(args.model, y, args.csv is not None)
+    model, data["model_note"] = _choose_model(
+        args.model or data.get("model"), y, args.csv is not None
+    )
 
     data_norm = args.data_norm
     if model == "linear" and data_norm is not None:
@@ -520,7 +634,7 @@ def _report(args, stdout):
             "linear regression has no DP guarantee"
         )
     if model == "logistic" and data_norm is None and args.csv is None:
-        data_norm = _BUNDLED_DATA_NORM
+        data_norm = data.get("data_norm")
     if args.delta is not None and data_norm is None:
         raise _InputError(
             "--delta sets the delta of the epsilon guarantee, which needs "
@@ -537,6 +651,7 @@ def _report(args, stdout):
             private_label=args.private_label,
             data_norm=data_norm,
             delta=args.delta,
+            onehot_groups=onehot_groups,
             random_state=args.random_state,
         )
     else:
@@ -545,6 +660,7 @@ def _report(args, stdout):
             lam=args.lam,
             fit_intercept=True,
             private_label=args.private_label,
+            onehot_groups=onehot_groups,
             random_state=args.random_state,
         )
     try:
@@ -558,12 +674,15 @@ def _report(args, stdout):
     except OSError as exc:
         raise _InputError(f"cannot write {out}: {exc.strerror or exc}") from None
 
+    if args.plot is not None:
+        _plot_histogram(estimator, y if model == "logistic" else None, args.plot)
     lines = _summary(estimator, data, model, args, data_norm, sym)
     n_attributes = len(report.columns) - 3
     lines += [
         "",
         f"Wrote the privacy report ({report.shape[0]} rows; fil, dfil, mse_bound and "
         f"{n_attributes} fil[<attribute>] columns) to {out}",
+        *([f"Wrote the FIL histogram to {args.plot}"] if args.plot else []),
         f"Keep {out} private: it is computed from every example's data, so it is "
         "itself sensitive.",
     ]

