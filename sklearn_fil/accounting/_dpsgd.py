@@ -211,25 +211,30 @@ _INDICES_MSG = "indices must be a 1-D array of distinct example indices in [0, {
 
 
 @numba.njit(cache=True, nogil=True)
-def _apply_norm_levels(
+def _move_levels(
     indices,
     norms,
     level,
     since,
-    counts,
     marks,
     stamp,
     n_steps,
     precision,
     sensitivity,
     top,
+    moved,
+    old_level,
+    elapsed,
 ):
-    """Move examples to the levels of their new norms (the counts layout).
+    """Move examples to the levels of their new norms.
 
     Checks everything first and changes nothing on bad input: returns -1 for
     an index out of range or repeated, -2 for a norm that is not finite and
-    >= 0, else the number of examples that changed level. The level is the
-    same rounding up as :func:`_ceil_multiple`, capped at ``top``.
+    >= 0. Otherwise updates ``level`` and ``since`` and returns the number
+    ``m`` of examples that changed level; ``moved[:m]``, ``old_level[:m]``
+    and ``elapsed[:m]`` then hold them, their previous level and the steps
+    they spent there, for the caller to account. The level is the same
+    rounding up as :func:`_ceil_multiple`, capped at ``top``.
     """
     n = level.shape[0]
     for t in range(indices.shape[0]):
@@ -240,7 +245,7 @@ def _apply_norm_levels(
         x = norms[t]
         if not (x >= 0.0 and x < np.inf):
             return -2
-    changed = 0
+    m = 0
     for t in range(indices.shape[0]):
         i = indices[t]
         x = min(norms[t], sensitivity)
@@ -250,13 +255,14 @@ def _apply_norm_levels(
         if k * precision < x:
             k += 1.0
         new = min(int(k), top)
-        old = level[i]
-        if new != old:
-            counts[i, old] += n_steps - since[i]
+        if new != level[i]:
+            moved[m] = i
+            old_level[m] = level[i]
+            elapsed[m] = n_steps - since[i]
             level[i] = new
             since[i] = n_steps
-            changed += 1
-    return changed
+            m += 1
+    return m
 
 
 # Levels per order up to which an accountant keeps per-level step counts (an
@@ -729,54 +735,44 @@ class PerInstanceAccountant:
             raise ValueError(
                 f"norms must have shape {indices.shape}, got shape {norms.shape}."
             )
-        if self._counts is not None:  # checks and updates in one numba pass
-            self._stamp += 1
-            status = _apply_norm_levels(
-                np.ascontiguousarray(indices, dtype=np.int64),
-                np.ascontiguousarray(norms),
-                self._level,
-                self._since,
-                self._counts,
-                self._marks,
-                self._stamp,
-                self._n_steps,
-                self.precision,
-                self.sensitivity,
-                self._top,
-            )
-            if status >= 0:
-                return self
-            if status == -1:
-                raise ValueError(_INDICES_MSG.format(self.n_samples))
+        # one numba pass checks the input and moves the examples' levels
+        self._stamp += 1
+        indices = np.ascontiguousarray(indices, dtype=np.int64)
+        moved = np.empty_like(indices)
+        old = np.empty_like(indices)
+        elapsed = np.empty(indices.size)
+        m = _move_levels(
+            indices,
+            np.ascontiguousarray(norms),
+            self._level,
+            self._since,
+            self._marks,
+            self._stamp,
+            self._n_steps,
+            self.precision,
+            self.sensitivity,
+            self._top,
+            moved,
+            old,
+            elapsed,
+        )
+        if m == -1:
+            raise ValueError(_INDICES_MSG.format(self.n_samples))
+        if m == -2:
             bad = norms[~np.isfinite(norms) | (norms < 0)]
             raise ValueError(
                 f"norms must be finite and >= 0, got a norm equal to {float(bad[0])!r}."
             )
-        if (
-            indices.size and (indices.min() < 0 or indices.max() >= self.n_samples)
-        ) or np.unique(indices).size != indices.size:
-            raise ValueError(_INDICES_MSG.format(self.n_samples))
-        bad = ~np.isfinite(norms) | (norms < 0)
-        if np.any(bad):
-            first = float(norms[bad][0])
-            raise ValueError(
-                f"norms must be finite and >= 0, got a norm equal to {first!r}."
-            )
-        clipped = np.minimum(norms, self.sensitivity)
-        levels = np.minimum(_ceil_multiple(clipped, self.precision), self._top)
-        levels = levels.astype(np.int64)
-        changed = levels != self._level[indices]
-        idx, new = indices[changed], levels[changed]
-        if idx.size:
-            elapsed = (self._n_steps - self._since[idx]).astype(np.float64)
-            present, inverse = np.unique(self._level[idx], return_inverse=True)
+        idx, old, elapsed = moved[:m], old[:m], elapsed[:m]
+        if self._counts is not None:
+            self._counts[idx, old] += elapsed  # idx holds distinct examples
+        elif m:
+            present, inverse = np.unique(old, return_inverse=True)
             table = self._level_rdp(present)[inverse.reshape(-1)]
-            with np.errstate(invalid="ignore"):
+            with np.errstate(invalid="ignore"):  # 0 steps at an infinite level
                 self._rdp[idx] += np.where(
                     elapsed[:, None] > 0, elapsed[:, None] * table, 0.0
                 )
-            self._level[idx] = new
-            self._since[idx] = self._n_steps
         return self
 
     def epsilon(self, delta):
