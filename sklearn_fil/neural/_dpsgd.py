@@ -553,11 +553,7 @@ class DPSGDClassifier(GuaranteeMixin, ClassifierMixin, BaseEstimator):
             for idx in batches:
                 t += 1
                 divisor = q * n if poisson else max(idx.size, 1)
-                grads = [
-                    (xp.zeros_like(W), xp.zeros_like(b))
-                    for W, b in zip(net.coefs, net.intercepts, strict=True)
-                ]
-                new_norms = None
+                grads = new_norms = None
                 if idx.size:
                     rows = _backend.Rows(idx, n, xp, device)
                     Xb, Yb = rows.take(X), rows.take(Y)
@@ -608,6 +604,11 @@ class DPSGDClassifier(GuaranteeMixin, ClassifierMixin, BaseEstimator):
                                 label_sq,
                                 scale * net.label_sq_norm(acts, deltas, g_norm, c, dc),
                             )
+                if grads is None:  # an empty Poisson batch releases noise alone
+                    grads = [
+                        (xp.zeros_like(W), xp.zeros_like(b))
+                        for W, b in zip(net.coefs, net.intercepts, strict=True)
+                    ]
                 if per_instance is not None:
                     pending.append((idx, new_norms))
                 recorded = None
