@@ -30,6 +30,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+from _machine import cpu_name
 
 import sklearn_fil
 from sklearn_fil import (
@@ -114,19 +115,7 @@ def run(n, d, naive_rows, sigma):
 
 
 def write_markdown(path, args, rows, elapsed):
-    cpu = platform.processor() or "unknown"
-    try:
-        with open("/proc/cpuinfo") as f:
-            cpu = next(
-                (
-                    ln.split(":", 1)[1].strip()
-                    for ln in f
-                    if ln.startswith("model name")
-                ),
-                cpu,
-            )
-    except OSError:
-        pass
+    cpu = cpu_name()
     lines = [
         "# White-box attribute inversion: all examples vs naive re-fitting",
         "",

@@ -39,6 +39,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+from _machine import cpu_name
 
 import sklearn_fil
 from sklearn_fil.neural import DPSGDClassifier
@@ -167,19 +168,7 @@ def main(argv=None):
 
 
 def write_markdown(args, rows, elapsed):
-    cpu = platform.processor() or "unknown"
-    try:
-        with open("/proc/cpuinfo") as f:
-            cpu = next(
-                (
-                    ln.split(":", 1)[1].strip()
-                    for ln in f
-                    if ln.startswith("model name")
-                ),
-                cpu,
-            )
-    except OSError:
-        pass
+    cpu = cpu_name()
     try:
         import opacus
 
