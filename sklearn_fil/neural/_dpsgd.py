@@ -344,7 +344,7 @@ class DPSGDClassifier(GuaranteeMixin, ClassifierMixin, BaseEstimator):
             )
         return sizes
 
-    def fit(self, X, y):
+    def fit(self, X, y, coefs_init=None, intercepts_init=None):
         """Train with DP-SGD and account every example's exposure.
 
         Parameters
@@ -353,6 +353,14 @@ class DPSGDClassifier(GuaranteeMixin, ClassifierMixin, BaseEstimator):
             Training data, the private features.
         y : array-like of shape (n_samples,)
             Class labels.
+        coefs_init : list of array-like, default=None
+            Initial weights of each layer, ``(n_in, n_out)``, where the last
+            layer has one output for two classes and one per class otherwise.
+            None draws them as described in the Notes. An initialisation that
+            does not depend on the data costs no privacy.
+        intercepts_init : list of array-like, default=None
+            Initial biases of each layer; required with ``coefs_init`` and only
+            with it.
 
         Returns
         -------
@@ -362,7 +370,7 @@ class DPSGDClassifier(GuaranteeMixin, ClassifierMixin, BaseEstimator):
         # A failed fit leaves no fitted state, not even a previous fit's.
         self._clear_fitted_state()
         try:
-            return self._fit(X, y)
+            return self._fit(X, y, coefs_init, intercepts_init)
         except BaseException:
             self._clear_fitted_state()
             raise
@@ -401,7 +409,7 @@ class DPSGDClassifier(GuaranteeMixin, ClassifierMixin, BaseEstimator):
         return (X, *rest) if rest else X
 
     @_fit_context(prefer_skip_nested_validation=True)
-    def _fit(self, X, y):
+    def _fit(self, X, y, coefs_init=None, intercepts_init=None):
         xp = self._compute_namespace(X)
         if _backend.namespace_of(y) is not np:
             y = _backend.to_numpy(y)  # the labels are encoded on the host
@@ -423,8 +431,10 @@ class DPSGDClassifier(GuaranteeMixin, ClassifierMixin, BaseEstimator):
             # Phi has no array API route in every namespace: fail before work.
             _backend.ndtr(_backend.zeros(1, xp, device), xp)
         Y = _backend.asarray(binarizer.transform(y).astype(np.float64), xp, device)
+        widths = [d, *sizes, Y.shape[1]]
+        init = _check_init(coefs_init, intercepts_init, widths)
         rng = _noise_rng(self.random_state)
-        net = self._init_network(d, sizes, Y.shape[1], rng, xp, device)
+        net = self._init_network(widths, rng, xp, device, init)
         privacy = self._train(net, X, Y, rng)
 
         # The one copy of the weights back to the host (a no-op for NumPy).
@@ -456,23 +466,25 @@ class DPSGDClassifier(GuaranteeMixin, ClassifierMixin, BaseEstimator):
         self._guarantee_state = privacy["guarantee"]
         return self
 
-    def _init_network(self, d, sizes, n_out, rng, xp=np, device=None):
-        """Zeros for logistic regression; Glorot uniform for an MLP.
+    def _init_network(self, widths, rng, xp=np, device=None, init=None):
+        """The network at ``init``, or at the default initialisation.
 
-        Drawn on the host by ``rng``, then moved to ``xp`` and ``device``.
+        The default is zeros for logistic regression and Glorot uniform for an
+        MLP, drawn on the host by ``rng``. The weights then move to ``xp`` and
+        ``device``.
         """
-        widths = [d, *sizes, n_out]
-        coefs, intercepts = [], []
-        for fan_in, fan_out in itertools.pairwise(widths):
-            if sizes:
-                bound = np.sqrt(6.0 / (fan_in + fan_out))
-                coefs.append(rng.uniform(-bound, bound, size=(fan_in, fan_out)))
-                intercepts.append(rng.uniform(-bound, bound, size=fan_out))
-            else:
-                coefs.append(np.zeros((fan_in, fan_out)))
-                intercepts.append(np.zeros(fan_out))
-        coefs = [_backend.asarray(W, xp, device) for W in coefs]
-        intercepts = [_backend.asarray(b, xp, device) for b in intercepts]
+        if init is None:
+            init = ([], [])
+            for fan_in, fan_out in itertools.pairwise(widths):
+                if len(widths) > 2:
+                    bound = np.sqrt(6.0 / (fan_in + fan_out))
+                    init[0].append(rng.uniform(-bound, bound, size=(fan_in, fan_out)))
+                    init[1].append(rng.uniform(-bound, bound, size=fan_out))
+                else:
+                    init[0].append(np.zeros((fan_in, fan_out)))
+                    init[1].append(np.zeros(fan_out))
+        coefs = [_backend.asarray(W, xp, device) for W in init[0]]
+        intercepts = [_backend.asarray(b, xp, device) for b in init[1]]
         return Network(coefs, intercepts, self.activation, xp=xp)
 
     def _train(self, net, X, Y, rng):
@@ -799,6 +811,37 @@ class DPSGDClassifier(GuaranteeMixin, ClassifierMixin, BaseEstimator):
                 setattr(released, name, copy.deepcopy(getattr(self, name)))
         released._guarantee_state = dict(self._guarantee_state)
         return released
+
+
+def _check_init(coefs_init, intercepts_init, widths):
+    """Validated float64 copies of a user initialisation, or None."""
+    if coefs_init is None and intercepts_init is None:
+        return None
+    if coefs_init is None or intercepts_init is None:
+        raise ValueError("coefs_init and intercepts_init must be given together.")
+    shapes = list(itertools.pairwise(widths))
+    if len(coefs_init) != len(shapes) or len(intercepts_init) != len(shapes):
+        raise ValueError(
+            f"coefs_init and intercepts_init need {len(shapes)} layers; got "
+            f"{len(coefs_init)} and {len(intercepts_init)}."
+        )
+    coefs, intercepts = [], []
+    for layer, (W, b, shape) in enumerate(
+        zip(coefs_init, intercepts_init, shapes, strict=True)
+    ):
+        W = np.array(W, dtype=np.float64)  # copies: training never edits the input
+        b = np.array(b, dtype=np.float64)
+        if W.shape != shape or b.shape != shape[1:]:
+            raise ValueError(
+                f"Layer {layer} of the initialisation needs weights of shape "
+                f"{shape} and biases of shape {shape[1:]}; got {W.shape} and "
+                f"{b.shape}."
+            )
+        if not (np.isfinite(W).all() and np.isfinite(b).all()):
+            raise ValueError(f"Layer {layer} of the initialisation is not finite.")
+        coefs.append(W)
+        intercepts.append(b)
+    return coefs, intercepts
 
 
 def _poisson_batch(rng, n, q):
