@@ -1,0 +1,663 @@
+"""Intrinsic privacy of SGD: seed variability against data sensitivity.
+
+Hyland & Tople ask how much privacy the randomness of SGD itself (the seed: the
+initialisation and the order of the data) gives. They train a grid of models
+over seeds and neighbouring data sets and compare how far the weights move when
+the seed changes with how far they move when one training example changes.
+"""
+
+# Authors: The sklearn-fil developers
+# SPDX-License-Identifier: BSD-3-Clause
+
+import math
+import sys
+from numbers import Integral, Real
+from typing import ClassVar
+
+import numpy as np
+import pandas as pd
+from joblib import Parallel, delayed
+from scipy import stats
+from scipy.spatial.distance import pdist
+from sklearn.base import BaseEstimator, MetaEstimatorMixin, clone, is_classifier
+from sklearn.utils import check_random_state
+from sklearn.utils._param_validation import HasMethods
+from sklearn.utils.validation import (
+    check_array,
+    check_consistent_length,
+    has_fit_parameter,
+    validate_data,
+)
+
+from sklearn_fil.attacks._membership import _loss_kind, _per_example_loss
+from sklearn_fil.audit import _diagnostics
+from sklearn_fil.audit._sensitivity import sgd_sensitivity_bound
+from sklearn_fil.utils._sklearn_compat import Interval, _fit_context
+
+# Fitted weights and the fit parameters that set their initial values.
+_WEIGHTS = {
+    ("coefs_", "intercepts_"): ("coefs_init", "intercepts_init"),
+    ("coef_", "intercept_"): ("coef_init", "intercept_init"),
+}
+_DISTANCE_KINDS = ["data", "seed, fixed init", "seed, varying init"]
+_SIGNIFICANCE = 0.05
+_STABILITY_POINTS = 30
+# Rows of each side of the membership attack (calibration, members, hold-out):
+# every model returns its losses on them.
+_ATTACK_ROWS = 2000
+
+
+def _weight_names(model):
+    """The pair of fitted attributes holding the weights, or None."""
+    for names in _WEIGHTS:
+        if all(hasattr(model, name) for name in names):
+            return names
+    return None
+
+
+def _flatten(model, names):
+    """One float64 vector of all weights then all biases."""
+    weights, biases = (getattr(model, name) for name in names)
+    parts = [*weights, *biases] if isinstance(weights, list) else [weights, biases]
+    return np.concatenate([np.ravel(np.asarray(a, dtype=np.float64)) for a in parts])
+
+
+def _glorot(model, names, seed):
+    """Glorot-uniform weights and zero biases shaped like ``model``'s.
+
+    Hyland & Tople's initialisation (Keras defaults). It depends on ``seed``
+    only, so the runs of one seed start alike on every data set.
+    """
+    rng = np.random.default_rng(seed)
+    weights, biases = (getattr(model, name) for name in names)
+
+    def draw(W):
+        W = np.asarray(W, dtype=np.float64)
+        bound = math.sqrt(6.0 / (W.shape[0] + (W.shape[1] if W.ndim == 2 else 1)))
+        return rng.uniform(-bound, bound, size=W.shape)
+
+    def zeros(b):
+        return np.zeros_like(np.asarray(b, dtype=np.float64))
+
+    if isinstance(weights, list):
+        return [draw(W) for W in weights], [zeros(b) for b in biases]
+    return draw(weights), zeros(biases)
+
+
+def _fit_one(estimator, X, y, replaced, seed, init, hook, names, attack):
+    """Fit one model of the grid; every model is one joblib task.
+
+    The data set is X without its first (reference) row; with ``replaced``,
+    that row takes the place of row ``replaced``, so this data set and the
+    base one differ in one position of any visiting order.
+    """
+    rows = np.arange(1, X.shape[0])
+    if replaced is not None:
+        rows[replaced - 1] = 0
+    model = clone(estimator).set_params(random_state=int(seed))
+    model.fit(
+        X[rows], y[rows], **({} if init is None else dict(zip(hook, init, strict=True)))
+    )
+    losses = None
+    if attack is not None:
+        kind, calibration, members, X_out, y_out = attack
+        losses = (
+            _per_example_loss(model, kind, X[calibration], y[calibration]).mean(),
+            _per_example_loss(model, kind, X[members], y[members]),
+            _per_example_loss(model, kind, X_out, y_out),
+        )
+    return _flatten(model, names), losses
+
+
+def _progress(results, total, verbose):
+    """Yield ``results``, drawing a bar of fitted models on stderr if verbose.
+
+    The bar is redrawn when its percentage changes: at most 101 times.
+    """
+    shown = -1
+    for done, result in enumerate(results, start=1):
+        percent = 100 * done // total
+        if verbose and percent != shown:
+            shown = percent
+            filled = 30 * done // total
+            end = "\n" if done == total else ""
+            sys.stderr.write(
+                f"\rIntrinsicPrivacyAudit [{'#' * filled}{'.' * (30 - filled)}] "
+                f"{done}/{total} models{end}"
+            )
+            sys.stderr.flush()
+        yield result
+
+
+def _intrinsic_epsilon(sensitivity, variability, c):
+    """``c * sensitivity / variability`` (Hyland & Tople, eq. 5), elementwise.
+
+    Infinite where the weights do not vary but the data move them; zero where
+    neither happens.
+    """
+    sensitivity = np.asarray(sensitivity, dtype=np.float64)
+    variability = np.asarray(variability, dtype=np.float64)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        eps = c * sensitivity / variability
+    return np.where(sensitivity == 0, 0.0, eps)
+
+
+def _implied_epsilon(accuracy):
+    """Epsilon of a pure-DP mechanism whose best attack has this accuracy.
+
+    Balanced accuracy is at most ``e^eps / (1 + e^eps)``, so ``eps >=
+    log(acc / (1 - acc))``, the conversion of Hyland & Tople's section 8.
+    """
+    with np.errstate(divide="ignore"):
+        return np.log(accuracy) - np.log1p(-accuracy)
+
+
+class IntrinsicPrivacyAudit(MetaEstimatorMixin, BaseEstimator):
+    """Audit the intrinsic privacy of SGD: seed variability vs data sensitivity.
+
+    Trains ``estimator`` on a grid of random seeds times neighbouring data
+    sets, as Hyland & Tople do, and compares how far the weights move when
+    the seed changes (variability) with how far they move when one training
+    example changes (sensitivity). Treating the seed's randomness as the noise
+    of a Gaussian mechanism gives a data-dependent epsilon.
+
+    The data sets: row 0 of ``X`` is the reference row. The base data set is
+    ``X`` without it; each of the ``n_neighbours`` neighbouring data sets puts
+    the reference row in the place of one randomly chosen other row (which is
+    thereby removed). Every neighbouring data set differs from the base one
+    in one example and, for a given seed, in one position of the order in
+    which SGD visits the rows.
+
+    Every model is one joblib task: ``n_jobs`` parallelises them, and
+    ``joblib.parallel_config(backend="dask")`` runs them on a Dask cluster.
+    The results do not depend on where the models were fitted.
+
+    The intrinsic epsilons are estimates, not differential-privacy
+    guarantees: they assume the weights are Gaussian over seeds, estimate the
+    variability and (for ``empirical_intrinsic_epsilon_``) the sensitivity
+    from finitely many runs, and hold only for a secret seed. Like the
+    privacy report of the other estimators, the audit's results are computed
+    from the training data and are themselves sensitive.
+
+    Parameters
+    ----------
+    estimator : estimator object
+        An unfitted estimator with a ``random_state`` parameter whose fitted
+        weights are ``coef_`` and ``intercept_`` (scikit-learn's
+        ``SGDClassifier``, ``SGDRegressor``) or ``coefs_`` and ``intercepts_``
+        (:class:`~sklearn_fil.neural.DPSGDClassifier`, usually with
+        ``noise_multiplier=0``). It is cloned for every model.
+    n_seeds : int, default=100
+        Random seeds per data set.
+    n_neighbours : int, default=20
+        Neighbouring data sets besides the base one.
+    vary_init : bool, default=True
+        Whether the seed draws the initial weights (Glorot uniform, zero
+        biases) as well as the order of the data; otherwise every run starts
+        from one fixed draw. The grid uses this setting; with an estimator
+        whose ``fit`` takes an initialisation (``coef_init`` and
+        ``intercept_init``, or ``coefs_init`` and ``intercepts_init``), the
+        audit also fits ``n_seeds`` models of the other setting on the base
+        data set, for the seed distances of both (the paper's Figure 3). For
+        an estimator without one, ``vary_init=True`` leaves the initialisation
+        to the estimator and its ``random_state``, and ``vary_init=False`` is
+        an error.
+    delta : float, default=None
+        The delta of the intrinsic epsilons; None means ``1 / n_samples**2``.
+    n_jobs : int, default=None
+        Models fitted in parallel, as in :class:`joblib.Parallel`.
+    random_state : int, RandomState instance or None, default=None
+        Draws the seeds, the neighbouring rows, the fixed initialisation and
+        the random choices of the statistical tests.
+    verbose : int, default=0
+        Draw a progress bar of the fitted models on stderr.
+
+    Attributes
+    ----------
+    audit_report_ : pandas.DataFrame
+        The paper's Table 4, one row per quantity: ``delta``,
+        ``sensitivity_bound``, ``sensitivity``, ``variability``,
+        ``intrinsic_epsilon``, ``empirical_intrinsic_epsilon``; columns
+        ``value`` and, for the variability and the epsilons, the range over
+        weights ``per_weight_min``, ``per_weight_max``.
+    sensitivity_ : float
+        Empirical sensitivity: the largest distance between the weights of
+        two models of one seed on the base and a neighbouring data set.
+    sensitivity_bound_ : float or None
+        The bound ``2 k L eta / B`` of Wu et al. (2017) where its assumptions
+        hold (a convex, Lipschitz and smooth loss, constant steps of at most
+        ``2 / beta``, ``k`` epochs that each visit the differing example once
+        with weight ``eta / B``), None otherwise.
+    sensitivity_bound_reason_ : str or None
+        Why there is no bound.
+    variability_ : float
+        The smallest standard deviation over seeds of any weight on any data
+        set (each data set's mean removed).
+    intrinsic_delta_ : float
+        The delta of the intrinsic epsilons.
+    intrinsic_epsilon_ : float or None
+        ``sqrt(2 log(1.25 / delta)) * sensitivity_bound_ / variability_``;
+        None without a bound.
+    empirical_intrinsic_epsilon_ : float
+        The same with ``sensitivity_``.
+    distances_ : pandas.DataFrame
+        Columns ``kind`` and ``distance``: the distances between the weights
+        of models of one seed on two neighbouring data sets (``"data"``) and
+        of two seeds on the base data set, with a fixed or a varying
+        initialisation (``"seed, fixed init"``, ``"seed, varying init"``).
+    diagnostics_ : pandas.DataFrame
+        Tests of the distribution of the weights over seeds on the base data
+        set (section 6 of the paper), one row each: ``henze_zirkler``
+        (multivariate normality, on random subsets of at most 55 weights when
+        there are more), ``shapiro_wilk`` (normality of each weight),
+        ``anderson_darling_laplace`` (Laplace distribution of each weight,
+        Monte-Carlo p-values) and ``tail_index`` (alpha of an alpha-stable
+        fit, 2 for Gaussian tails); columns ``statistic``, ``p_value`` (the
+        smallest), ``n_tests`` and ``rejected``, the fraction rejected at
+        level 0.05 after a Bonferroni correction over ``n_tests``.
+    weight_tests_ : pandas.DataFrame
+        One row per weight: ``std`` (its smallest standard deviation over
+        data sets), ``shapiro_wilk_p`` and ``anderson_darling_laplace_p``.
+    stability_ : pandas.DataFrame
+        Columns ``quantity``, ``n`` and ``value``: ``sensitivity`` from the
+        first ``n`` (seed, data set) pairs in random order and
+        ``variability`` from the first ``n`` seeds (the paper's Figure 6).
+    membership_ : pandas.DataFrame
+        Only with a hold-out set: for every model on a neighbouring data set,
+        the balanced accuracy and implied epsilon of the loss-threshold
+        membership attack when the adversary knows the seed (the threshold is
+        the mean training loss of a model of the same seed on another data
+        set) and when it does not (a model of another seed on that data set).
+    membership_test_ : pandas.Series
+        Only with a hold-out set: the mean accuracies and epsilons, their
+        difference and the p-value of the one-sided paired t-test that
+        knowing the seed helps.
+    weights_ : ndarray of shape (n_neighbours + 1, n_seeds, n_weights)
+        The flattened weights of the grid, base data set first.
+    seeds_ : ndarray of shape (n_seeds,)
+        The seeds given to ``estimator``.
+    neighbour_rows_ : ndarray of shape (n_neighbours,)
+        The rows of ``X`` replaced in the neighbouring data sets.
+    n_models_ : int
+        Models fitted, the grid and the other initialisation.
+    n_features_in_ : int
+        Number of features.
+
+    See Also
+    --------
+    sklearn_fil.neural.DPSGDClassifier : DP-SGD, with ``noise_multiplier=0``
+        plain SGD that takes an initialisation.
+
+    Notes
+    -----
+    Hyland & Tople compare two neighbouring data sets with each other, which
+    a fixed seed visits in two differing positions; comparing each one with
+    the base data set keeps one, the setting of the sensitivity bound. The
+    fit of every model is one task whatever the backend, with its seed and
+    initialisation drawn beforehand, so ``n_jobs`` and the backend change
+    the run time only.
+
+    References
+    ----------
+    S. L. Hyland and S. Tople, *An empirical study on the intrinsic privacy
+    of SGD*.
+    X. Wu et al. (2017), *Bolt-on differential privacy for scalable
+    stochastic gradient descent-based analytics*, SIGMOD.
+
+    Examples
+    --------
+    >>> from sklearn.datasets import make_classification
+    >>> from sklearn.linear_model import SGDClassifier
+    >>> from sklearn.preprocessing import normalize
+    >>> from sklearn_fil.audit import IntrinsicPrivacyAudit
+    >>> X, y = make_classification(n_samples=300, n_features=5, random_state=0)
+    >>> X = normalize(X)
+    >>> sgd = SGDClassifier(loss="log_loss", learning_rate="constant", eta0=0.1,
+    ...                     penalty=None, max_iter=3, tol=None)
+    >>> audit = IntrinsicPrivacyAudit(sgd, n_seeds=10, n_neighbours=3,
+    ...                               random_state=0).fit(X, y)
+    >>> bool(audit.sensitivity_ <= audit.sensitivity_bound_)
+    True
+    >>> audit.audit_report_.index.tolist()
+    ['delta', 'sensitivity_bound', 'sensitivity', 'variability', \
+'intrinsic_epsilon', 'empirical_intrinsic_epsilon']
+    """
+
+    _parameter_constraints: ClassVar[dict] = {
+        "estimator": [HasMethods(["fit", "get_params", "set_params"])],
+        "n_seeds": [Interval(Integral, 2, None, closed="left")],
+        "n_neighbours": [Interval(Integral, 2, None, closed="left")],
+        "vary_init": ["boolean"],
+        "delta": [Interval(Real, 0, 1, closed="neither"), None],
+        "n_jobs": [Integral, None],
+        "random_state": ["random_state"],
+        "verbose": ["verbose"],
+    }
+
+    def __init__(
+        self,
+        estimator,
+        *,
+        n_seeds=100,
+        n_neighbours=20,
+        vary_init=True,
+        delta=None,
+        n_jobs=None,
+        random_state=None,
+        verbose=0,
+    ):
+        self.estimator = estimator
+        self.n_seeds = n_seeds
+        self.n_neighbours = n_neighbours
+        self.vary_init = vary_init
+        self.delta = delta
+        self.n_jobs = n_jobs
+        self.random_state = random_state
+        self.verbose = verbose
+
+    @_fit_context(prefer_skip_nested_validation=False)
+    def fit(self, X, y, X_holdout=None, y_holdout=None):
+        """Fit the grid of models and estimate sensitivity and variability.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Training data; row 0 is the reference row.
+        y : array-like of shape (n_samples,)
+            Targets.
+        X_holdout : array-like of shape (n_holdout, n_features), default=None
+            Examples outside every training set; with them the audit also
+            runs the membership attack with and without the seed.
+        y_holdout : array-like of shape (n_holdout,), default=None
+            Their targets.
+
+        Returns
+        -------
+        self : object
+            Fitted audit.
+        """
+        if "random_state" not in self.estimator.get_params(deep=False):
+            raise TypeError(
+                f"{type(self.estimator).__name__} has no random_state parameter: "
+                "the audit varies the seed of SGD through it."
+            )
+        X, y = validate_data(self, X, y, dtype=np.float64, y_numeric=False)
+        n = X.shape[0]
+        if n < self.n_neighbours + 2:
+            raise ValueError(
+                f"n_neighbours={self.n_neighbours} needs at least "
+                f"{self.n_neighbours + 2} rows (a reference row, the replaced rows "
+                f"and one more); X has {n}."
+            )
+        holdout = self._check_holdout(X_holdout, y_holdout, X.shape[1])
+        rng = check_random_state(self.random_state)
+        seeds = rng.randint(np.iinfo(np.int32).max - self.n_seeds) + np.arange(
+            self.n_seeds
+        )
+        neighbours = np.sort(rng.choice(np.arange(1, n), self.n_neighbours, False))
+        fixed_seed = int(rng.randint(np.iinfo(np.int32).max))
+
+        # One model first, in this process: the estimator's own errors, and a
+        # missing coef_, surface before the grid starts.
+        probe = clone(self.estimator).set_params(random_state=int(seeds[0]))
+        probe.fit(X[1:], y[1:])
+        names = _weight_names(probe)
+        if names is None:
+            raise TypeError(
+                f"{type(self.estimator).__name__} exposes neither coef_ and "
+                "intercept_ nor coefs_ and intercepts_ after fit: the audit "
+                "compares weights."
+            )
+        hook = _WEIGHTS[names]
+        if not all(has_fit_parameter(self.estimator, h) for h in hook):
+            hook = None
+            if not self.vary_init:
+                raise ValueError(
+                    f"vary_init=False needs an estimator whose fit takes {names[0]} "
+                    f"initial values ({_WEIGHTS[names][0]}); "
+                    f"{type(self.estimator).__name__}.fit does not."
+                )
+        attack = None
+        if holdout is not None:
+            attack = self._attack_rows(probe, X, neighbours, holdout, rng)
+
+        def init(seed, varying):
+            if hook is None:
+                return None
+            return _glorot(probe, names, int(seed) if varying else fixed_seed)
+
+        tasks = [
+            (None if a == 0 else neighbours[a - 1], s, init(s, self.vary_init))
+            for a in range(self.n_neighbours + 1)
+            for s in seeds
+        ]
+        if hook is not None:  # the other initialisation, on the base data set
+            tasks += [(None, s, init(s, not self.vary_init)) for s in seeds]
+        results = Parallel(n_jobs=self.n_jobs, return_as="generator")(
+            delayed(_fit_one)(self.estimator, X, y, rep, s, w0, hook, names, attack)
+            for rep, s, w0 in tasks
+        )
+        weights, losses = zip(
+            *_progress(results, len(tasks), self.verbose), strict=True
+        )
+        grid = self.n_seeds * (self.n_neighbours + 1)
+        W = np.stack(weights[:grid]).reshape(self.n_neighbours + 1, self.n_seeds, -1)
+        other = np.stack(weights[grid:]) if hook is not None else None
+
+        self.seeds_ = seeds
+        self.neighbour_rows_ = neighbours
+        self.weights_ = W
+        self.n_models_ = len(tasks)
+        bound, reason = sgd_sensitivity_bound(
+            self.estimator, X, n - 1, np.unique(y).size if is_classifier(probe) else 0
+        )
+        self.sensitivity_bound_, self.sensitivity_bound_reason_ = bound, reason
+        self._estimate(W, other, n, rng)
+        if attack is not None:
+            self._membership(losses[:grid])
+        return self
+
+    def _check_holdout(self, X_holdout, y_holdout, n_features):
+        if X_holdout is None and y_holdout is None:
+            return None
+        if X_holdout is None or y_holdout is None:
+            raise ValueError("X_holdout and y_holdout must be given together.")
+        X_holdout = check_array(X_holdout, dtype=np.float64)
+        y_holdout = np.asarray(y_holdout)
+        check_consistent_length(X_holdout, y_holdout)
+        if X_holdout.shape[1] != n_features:
+            raise ValueError(
+                f"X_holdout has {X_holdout.shape[1]} features; X has {n_features}."
+            )
+        return X_holdout, y_holdout
+
+    def _attack_rows(self, probe, X, neighbours, holdout, rng):
+        """Calibration and target rows of the membership attack.
+
+        Both are drawn from the rows in every training set (neither the
+        reference row nor a replaced one), at most ``_ATTACK_ROWS`` each, and
+        as many hold-out rows as target rows.
+        """
+        kind = _loss_kind(probe)
+        always = np.setdiff1d(np.arange(1, X.shape[0]), neighbours)
+        if always.size < 2:
+            raise ValueError("The membership attack needs two rows in every data set.")
+        rows = rng.permutation(always)[: 2 * _ATTACK_ROWS]
+        half = rows.size // 2
+        calibration, members = rows[:half], rows[half:]
+        X_out, y_out = holdout
+        out = rng.permutation(X_out.shape[0])[: members.size]
+        return kind, calibration, members, X_out[out], y_out[out]
+
+    def _estimate(self, W, other, n, rng):
+        """Sensitivity, variability, epsilons, distances, tests and stability."""
+        data = np.linalg.norm(W[1:] - W[0], axis=2)  # (n_neighbours, n_seeds)
+        self.sensitivity_ = float(data.max())
+        per_weight = W.std(axis=1, ddof=1).min(axis=0)
+        self.variability_ = float(per_weight.min())
+        self.intrinsic_delta_ = 1.0 / n**2 if self.delta is None else self.delta
+        c = math.sqrt(2 * math.log(1.25 / self.intrinsic_delta_))
+        spread = (per_weight.max(), per_weight.min())  # epsilon grows as std falls
+
+        def epsilon_row(sensitivity):
+            if sensitivity is None:
+                return [np.nan] * 3
+            value, low, high = _intrinsic_epsilon(
+                sensitivity, [self.variability_, *spread], c
+            )
+            return [float(value), float(low), float(high)]
+
+        bound = self.sensitivity_bound_
+        eps, eps_star = epsilon_row(bound), epsilon_row(self.sensitivity_)
+        self.intrinsic_epsilon_ = None if bound is None else eps[0]
+        self.empirical_intrinsic_epsilon_ = eps_star[0]
+        self.audit_report_ = pd.DataFrame(
+            [
+                [self.intrinsic_delta_, np.nan, np.nan],
+                [np.nan if bound is None else bound, np.nan, np.nan],
+                [self.sensitivity_, np.nan, np.nan],
+                [self.variability_, per_weight.min(), per_weight.max()],
+                eps,
+                eps_star,
+            ],
+            index=pd.Index(
+                [
+                    "delta",
+                    "sensitivity_bound",
+                    "sensitivity",
+                    "variability",
+                    "intrinsic_epsilon",
+                    "empirical_intrinsic_epsilon",
+                ],
+                name="quantity",
+            ),
+            columns=["value", "per_weight_min", "per_weight_max"],
+        )
+
+        seed_kinds = {self.vary_init: pdist(W[0])}
+        if other is not None:
+            seed_kinds[not self.vary_init] = pdist(other)
+        parts = [("data", data.ravel())] + [
+            (_DISTANCE_KINDS[1 + varying], d) for varying, d in seed_kinds.items()
+        ]
+        self.distances_ = pd.DataFrame(
+            {
+                "kind": pd.Categorical(
+                    np.repeat([k for k, _ in parts], [d.size for _, d in parts]),
+                    categories=_DISTANCE_KINDS,
+                ),
+                "distance": np.concatenate([d for _, d in parts]),
+            }
+        )
+        self._diagnose(W[0] - W[0].mean(axis=0), per_weight, rng)
+        self._stability(W, data, rng)
+
+    def _diagnose(self, R, per_weight, rng):
+        n_seeds, n_weights = R.shape
+        shapiro = (
+            _diagnostics.shapiro_wilk(R) if n_seeds >= 3 else np.full(n_weights, np.nan)
+        )
+        _, laplace = _diagnostics.laplace_anderson_darling(R, rng)
+        hz, hz_p, n_subsets = _diagnostics.henze_zirkler_subsets(R, rng)
+
+        def row(statistic, p_values):
+            p_values = np.asarray(p_values)[~np.isnan(p_values)]
+            if p_values.size == 0:
+                return [statistic, np.nan, 0, np.nan]
+            rejected = p_values < _SIGNIFICANCE / p_values.size
+            return [statistic, p_values.min(), p_values.size, rejected.mean()]
+
+        hz_row = [hz, hz_p, n_subsets, np.nan]
+        if not math.isnan(hz_p):
+            hz_row[3] = float(hz_p < _SIGNIFICANCE / n_subsets)
+        self.diagnostics_ = pd.DataFrame(
+            [
+                hz_row,
+                row(np.nan, shapiro),
+                row(np.nan, laplace),
+                [_diagnostics.tail_index(R), np.nan, 1, np.nan],
+            ],
+            index=pd.Index(
+                [
+                    "henze_zirkler",
+                    "shapiro_wilk",
+                    "anderson_darling_laplace",
+                    "tail_index",
+                ],
+                name="test",
+            ),
+            columns=["statistic", "p_value", "n_tests", "rejected"],
+        )
+        self.weight_tests_ = pd.DataFrame(
+            {
+                "std": per_weight,
+                "shapiro_wilk_p": shapiro,
+                "anderson_darling_laplace_p": laplace,
+            },
+            index=pd.RangeIndex(n_weights, name="weight"),
+        )
+
+    def _stability(self, W, data, rng):
+        pairs = data.ravel()[rng.permutation(data.size)]
+        n_pairs = np.unique(np.geomspace(1, pairs.size, _STABILITY_POINTS).astype(int))
+        n_seeds = np.unique(np.linspace(2, self.n_seeds, _STABILITY_POINTS).astype(int))
+        variability = [W[:, :s].std(axis=1, ddof=1).min() for s in n_seeds]
+        self.stability_ = pd.DataFrame(
+            {
+                "quantity": ["sensitivity"] * n_pairs.size
+                + ["variability"] * n_seeds.size,
+                "n": np.r_[n_pairs, n_seeds],
+                "value": np.r_[np.maximum.accumulate(pairs)[n_pairs - 1], variability],
+            }
+        )
+
+    def _membership(self, losses):
+        """Membership attack on every model of a neighbouring data set."""
+        S, m = self.n_seeds, self.n_neighbours
+        threshold = np.array([loss[0] for loss in losses]).reshape(m + 1, S)
+        rows = []
+        for a in range(1, m + 1):
+            other = a % m + 1  # another neighbouring data set
+            for r in range(S):
+                _, members, out = losses[a * S + r]
+                result = [self.seeds_[r], self.neighbour_rows_[a - 1]]
+                # Same seed, other data; then the other data with another seed.
+                for t in (threshold[other, r], threshold[other, (r + 1) % S]):
+                    tpr, fpr = (members <= t).mean(), (out <= t).mean()
+                    result.append((tpr + 1 - fpr) / 2)
+                rows.append(result)
+        table = pd.DataFrame(
+            rows,
+            columns=["seed", "replaced_row", "accuracy_same", "accuracy_different"],
+        )
+        table["epsilon_same"] = _implied_epsilon(table["accuracy_same"].to_numpy())
+        table["epsilon_different"] = _implied_epsilon(
+            table["accuracy_different"].to_numpy()
+        )
+        self.membership_ = table
+        difference = table["epsilon_same"] - table["epsilon_different"]
+        finite = np.isfinite(difference)
+        p_value = np.nan
+        if finite.sum() >= 2 and difference[finite].std() > 0:
+            p_value = stats.ttest_rel(
+                table["epsilon_same"][finite],
+                table["epsilon_different"][finite],
+                alternative="greater",
+            ).pvalue
+        self.membership_test_ = pd.Series(
+            {
+                "accuracy_same": table["accuracy_same"].mean(),
+                "accuracy_different": table["accuracy_different"].mean(),
+                "epsilon_same": table["epsilon_same"].mean(),
+                "epsilon_different": table["epsilon_different"].mean(),
+                "epsilon_difference": difference.mean(),
+                "p_value": p_value,
+                "n_models": len(table),
+            },
+            name="membership",
+        )
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.target_tags.required = True
+        return tags
