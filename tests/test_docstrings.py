@@ -21,7 +21,12 @@ def _public_objects():
     names = []
     exported = [(sklearn_fil, name) for name in sklearn_fil.__all__]
     modules = (sklearn_fil.fisher, sklearn_fil.accounting, sklearn_fil.attacks)
-    for module in (*modules, sklearn_fil.datasets, sklearn_fil.plotting):
+    for module in (
+        *modules,
+        sklearn_fil.audit,
+        sklearn_fil.datasets,
+        sklearn_fil.plotting,
+    ):
         exported += [(module, name) for name in module.__all__]
     for module, name in exported:
         obj = getattr(module, name)
