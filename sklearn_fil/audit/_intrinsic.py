@@ -376,6 +376,19 @@ class IntrinsicPrivacyAudit(MetaEstimatorMixin, BaseEstimator):
         self : object
             Fitted audit.
         """
+        # A failed fit leaves no fitted state, not even a previous fit's.
+        self._clear_fitted_state()
+        try:
+            return self._fit(X, y, X_holdout, y_holdout)
+        except BaseException:
+            self._clear_fitted_state()
+            raise
+
+    def _clear_fitted_state(self):
+        for attr in [a for a in vars(self) if a.endswith("_")]:
+            delattr(self, attr)
+
+    def _fit(self, X, y, X_holdout, y_holdout):
         if "random_state" not in self.estimator.get_params(deep=False):
             raise TypeError(
                 f"{type(self.estimator).__name__} has no random_state parameter: "

@@ -301,6 +301,11 @@ def test_bad_estimators(data):
 
 def test_bad_data(data):
     X, y = data
+    fitted = IntrinsicPrivacyAudit(_sgd(), n_seeds=2, n_neighbours=2).fit(X, y)
+    with pytest.raises(ValueError, match="X_holdout has 2 features"):
+        fitted.fit(X, y, X_holdout=X[:, :2], y_holdout=y)
+    assert not hasattr(fitted, "audit_report_")  # a failed refit clears the fit
+    assert not hasattr(fitted, "n_features_in_")
     with pytest.raises(ValueError, match="needs at least 7 rows"):
         IntrinsicPrivacyAudit(_sgd(), n_neighbours=5).fit(X[:6], y[:6])
     with pytest.raises(ValueError, match="given together"):
