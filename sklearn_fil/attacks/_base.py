@@ -3,9 +3,12 @@
 An attack reads the target model only through its public, publishable state:
 the released ``coef_`` and ``intercept_``, ``classes_``, the feature names and
 the constructor parameters (the training recipe, which the white-box threat
-model hands to the adversary). :func:`target_glm` extracts that state from a
-fitted or :meth:`released <sklearn_fil.OutputPerturbedLinearRegression.release>`
-estimator and refuses every other model with a :class:`TypeError`.
+model hands to the adversary), and whether training weighted the examples.
+:func:`target_glm` extracts that state from a fitted or :meth:`released
+<sklearn_fil.OutputPerturbedLinearRegression.release>` estimator and refuses
+every other model with a :class:`TypeError`. The example weights themselves
+are not released: the adversary brings its knowledge of them, checked by
+:func:`adversary_weights`.
 """
 
 # Authors: The sklearn-fil developers
@@ -24,6 +27,7 @@ from sklearn_fil.linear_model import (
     OutputPerturbedLinearRegression,
     OutputPerturbedLogisticRegression,
 )
+from sklearn_fil.utils._sklearn_compat import _check_sample_weight
 
 _SUPPORTED = (OutputPerturbedLinearRegression, OutputPerturbedLogisticRegression)
 
@@ -32,9 +36,11 @@ _SUPPORTED = (OutputPerturbedLinearRegression, OutputPerturbedLogisticRegression
 class GLMRecipe:
     """The released weights of a GLM and how they were trained.
 
-    The objective is ``sum_i l(w^T [x_i, 1], y_i) + (n lam / 2) ||w||^2``
-    (the intercept unpenalised unless ``penalize_intercept``), on rows clipped
-    to ``data_norm`` when it is set.
+    The objective is ``sum_i omega_i l(w^T [x_i, 1], y_i) + (n lam / 2)
+    ||w||^2`` with ``n = sum_i omega_i`` (the intercept unpenalised unless
+    ``penalize_intercept``), on rows clipped to ``data_norm`` when it is set.
+    The example weights ``omega_i`` are not part of the recipe (they are not
+    released); ``weighted`` says whether training used non-uniform ones.
 
     Attributes
     ----------
@@ -52,6 +58,9 @@ class GLMRecipe:
         Released coefficients.
     intercept : float
         Released intercept (0 without one).
+    weighted : bool
+        Whether the target was trained with non-uniform example weights
+        (``sample_weight``, or the data-dependent weights of IRFIL).
     """
 
     loss: str
@@ -62,6 +71,7 @@ class GLMRecipe:
     classes: np.ndarray | None
     coef: np.ndarray
     intercept: float
+    weighted: bool = False
 
     @property
     def weights(self):
@@ -76,7 +86,7 @@ class GLMRecipe:
         return LOSSES[self.loss]
 
     def penalty(self, n):
-        """Diagonal of the penalty's Hessian for ``n`` training examples."""
+        """Diagonal of the penalty's Hessian; ``n``: the sum of the example weights."""
         reg = np.full(self.coef.size + self.fit_intercept, n * self.lam)
         if self.fit_intercept and not self.penalize_intercept:
             reg[-1] = 0.0
@@ -109,16 +119,20 @@ class GLMRecipe:
         return X
 
 
-def target_glm(model, attack):
+def target_glm(model, attack, *, informed=False):
     """The :class:`GLMRecipe` of a fitted or released output-perturbed GLM.
 
     Parameters
     ----------
     model : estimator
         A fitted (or released) :class:`~sklearn_fil.OutputPerturbedLinearRegression`
-        or :class:`~sklearn_fil.OutputPerturbedLogisticRegression`.
+        or :class:`~sklearn_fil.OutputPerturbedLogisticRegression`, or an
+        IRFIL model when ``informed``.
     attack : str
         Name of the attack, for the error messages.
+    informed : bool, default=False
+        Whether the adversary passes its knowledge of the example weights
+        (the attack's ``sample_weight``).
 
     Returns
     -------
@@ -129,35 +143,78 @@ def target_glm(model, attack):
     ------
     TypeError
         For any other model: the attack re-runs the training procedure, which
-        it knows only for these two. IRFIL models are refused too: their
-        example weights depend on all the data and are not released.
+        it knows only for these. IRFIL models are refused unless ``informed``:
+        their example weights depend on all the data and are not released.
+    ValueError
+        When the target was trained with non-uniform example weights and the
+        adversary passes none: the attack would re-run the wrong objective.
     """
-    if isinstance(model, IRFILRegressor | IRFILClassifier) or not isinstance(
-        model, _SUPPORTED
-    ):
+    irfil = isinstance(model, IRFILRegressor | IRFILClassifier)
+    if not isinstance(model, _SUPPORTED) or (irfil and not informed):
         raise TypeError(
             f"{attack} attacks OutputPerturbedLinearRegression and "
             "OutputPerturbedLogisticRegression models (fitted or released), whose "
             f"training procedure it can re-run; got {type(model).__name__}."
             + (
                 " IRFIL trains with data-dependent example weights that are not "
-                "released, so the adversary cannot re-run it."
-                if isinstance(model, IRFILRegressor | IRFILClassifier)
+                "released, so the adversary cannot re-run it without knowing them: "
+                "pass the adversary's knowledge of the weights as sample_weight "
+                "(they are the 'weight' column of the fitted model's privacy "
+                "report)."
+                if irfil
                 else ""
             )
         )
     check_is_fitted(model, "coef_")
+    # Models from before the flag existed fall back to the unweighted recipe.
+    weighted = bool(getattr(model, "_weighted", False))
+    if weighted and not informed:
+        raise ValueError(
+            f"{attack}: the target was trained with sample weights; pass the "
+            "adversary's knowledge of them as sample_weight (the attack re-runs "
+            "the weighted training objective, which it cannot do without them)."
+        )
     logistic = isinstance(model, OutputPerturbedLogisticRegression)
     return GLMRecipe(
         loss="logistic" if logistic else "squared",
         lam=float(model.lam),
         fit_intercept=bool(model.fit_intercept),
         penalize_intercept=bool(model.penalize_intercept),
-        data_norm=model.data_norm if logistic else None,
+        # IRFILClassifier never clips (it has no data_norm)
+        data_norm=getattr(model, "data_norm", None) if logistic else None,
         classes=np.asarray(model.classes_) if logistic else None,
         coef=np.asarray(model.coef_, dtype=np.float64).copy(),
         intercept=float(model.intercept_),
+        weighted=weighted,
     )
+
+
+def adversary_weights(sample_weight, X):
+    """The adversary's example weights, checked as training checks them.
+
+    Parameters
+    ----------
+    sample_weight : array-like of shape (n_samples,) or None
+        The adversary's knowledge of the training weights; None means unit
+        weights.
+    X : ndarray of shape (n_samples, n_features)
+        The training set (for the number of examples).
+
+    Returns
+    -------
+    omega : ndarray of shape (n_samples,)
+        The weights as floats.
+
+    Raises
+    ------
+    ValueError
+        When the weights are not one finite number per row or do not have a
+        positive sum.
+    """
+    omega = _check_sample_weight(sample_weight, X, dtype=np.float64)
+    if not omega.sum() > 0:
+        raise ValueError("sample_weight must have a positive sum.")
+    return omega
 
 
 def resolve_attribute(attribute, model, n_features):

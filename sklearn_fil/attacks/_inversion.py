@@ -30,7 +30,11 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_array, gen_batches
 from sklearn.utils.validation import check_is_fitted
 
-from sklearn_fil.attacks._base import resolve_attribute, target_glm
+from sklearn_fil.attacks._base import (
+    adversary_weights,
+    resolve_attribute,
+    target_glm,
+)
 from sklearn_fil.fisher._engine import eigh_spd
 from sklearn_fil.linear_model._output_perturbation import _fit_glm
 from sklearn_fil.utils._sklearn_compat import Interval, StrOptions
@@ -216,7 +220,10 @@ class WhiteBoxAttributeInversion(_AttributeInversion):
     All ``n * k`` candidate problems are solved together. Each differs from
     the training problem by one row, so its Hessian at a shared point is the
     shared Hessian plus a rank-two correction, applied by the Woodbury
-    identity from one factorisation. For the squared loss one Newton step
+    identity from one factorisation. With example weights ``omega`` (training
+    minimised ``sum_i omega_i l(w^T x_i, y_i) + (n lam / 2) ||w||^2``, ``n =
+    sum_i omega_i``), the attacked row keeps its weight: ``omega_i`` scales
+    both its removed and its candidate terms. For the squared loss one Newton step
     from ``w'`` is the exact minimiser. For the logistic loss the steps are
     repeated (each with a fresh shared Hessian at the mean of the current
     iterates, a backtracking line search and exact gradients) until the step
@@ -227,7 +234,10 @@ class WhiteBoxAttributeInversion(_AttributeInversion):
     ----------
     model : OutputPerturbedLinearRegression or OutputPerturbedLogisticRegression
         The fitted or released target model. Only its released weights and
-        its constructor parameters (the training recipe) are used.
+        its constructor parameters (the training recipe) are used. An
+        :class:`~sklearn_fil.IRFILRegressor` or
+        :class:`~sklearn_fil.IRFILClassifier` is accepted when :meth:`fit` is
+        given its example weights (``sample_weight``).
     attribute : int, str or list
         The attacked attribute: a column index, a feature name, the name of
         one of the model's ``onehot_groups``, or a list of the columns of a
@@ -311,7 +321,7 @@ class WhiteBoxAttributeInversion(_AttributeInversion):
         self.tol = tol
         self.max_iter = max_iter
 
-    def fit(self, X, y):
+    def fit(self, X, y, sample_weight=None):
         """Learn the adversary's knowledge: the training set and the recipe.
 
         Parameters
@@ -322,16 +332,42 @@ class WhiteBoxAttributeInversion(_AttributeInversion):
             where it cancels exactly.
         y : array-like of shape (n_samples,)
             Training targets.
+        sample_weight : array-like of shape (n_samples,), default=None
+            The adversary's knowledge of the example weights ``omega_i`` the
+            target was trained with; None means unit weights. Required when
+            the target was fitted with non-uniform ``sample_weight`` or is an
+            IRFIL model (its weights are the ``weight`` column of its privacy
+            report). Weights given for an unweighted target are used as given:
+            they are what the adversary believes training used.
 
         Returns
         -------
         self : object
             The fitted attack.
+
+        Raises
+        ------
+        TypeError
+            When the model is not an output-perturbed linear or logistic
+            regression, or is an IRFIL model and ``sample_weight`` is None.
+        ValueError
+            When the target was trained with sample weights and
+            ``sample_weight`` is None, or the weights are not one number per
+            row with a positive sum.
         """
-        recipe = target_glm(self.model, type(self).__name__)
+        recipe = target_glm(
+            self.model, type(self).__name__, informed=sample_weight is not None
+        )
         X, y, fitted = self._validate_knowledge(X, y, self.model)
+        omega = adversary_weights(sample_weight, X)
         X = recipe.clip(X)
-        fitted.update(_recipe=recipe, _X=X, _Xt=recipe.augment(X), _y=recipe.encode(y))
+        fitted.update(
+            _recipe=recipe,
+            _X=X,
+            _Xt=recipe.augment(X),
+            _y=recipe.encode(y),
+            _omega=omega,
+        )
         vars(self).update(fitted)
         return self
 
@@ -374,7 +410,7 @@ class WhiteBoxAttributeInversion(_AttributeInversion):
             w0, _ = _fit_glm(
                 self._X,
                 self._y,
-                np.ones(len(self._y)),
+                self._omega,
                 recipe.loss,
                 recipe.lam,
                 recipe.fit_intercept,
@@ -440,56 +476,63 @@ class WhiteBoxAttributeInversion(_AttributeInversion):
         return W
 
     def _swap_row(self, full, W, owner, Z):
-        """Full-data gradients with each owner's row replaced by its candidate."""
+        """Full-data gradients with each owner's row replaced by its candidate.
+
+        The owner's weight ``omega_i`` scales both the removed and the
+        candidate term.
+        """
         family, y = self._recipe.family, self._y
-        Xo, yo = self._Xt[owner], y[owner]
+        Xo, yo, wo = self._Xt[owner], y[owner], self._omega[owner]
         r_own, _ = family.derivatives(np.einsum("bp,bp->b", Xo, W), yo)
         r_new, _ = family.derivatives(np.einsum("bp,bp->b", Z, W), yo)
-        return full - r_own[:, None] * Xo + r_new[:, None] * Z
+        return full - (wo * r_own)[:, None] * Xo + (wo * r_new)[:, None] * Z
 
     def _gradients(self, W):
         """Full-data gradients of the objective at the rows of ``W``."""
-        Xt, y = self._Xt, self._y
+        Xt, y, omega = self._Xt, self._y, self._omega
         n = Xt.shape[0]
-        g = W * self._recipe.penalty(n)
+        g = W * self._recipe.penalty(omega.sum())
         for sl in gen_batches(len(W), max(1, _BATCH_ENTRIES // n)):
             R, _ = self._recipe.family.derivatives(Xt @ W[sl].T, y[:, None])
-            g[sl] += (Xt.T @ R).T
+            g[sl] += (Xt.T @ (omega[:, None] * R)).T
         return g
 
     def _hessian_inverse(self, w):
         """``H(w)^-1`` of the full-data Hessian; ValueError when singular."""
-        Xt = self._Xt
+        Xt, omega = self._Xt, self._omega
         _, c = self._recipe.family.derivatives(Xt @ w, self._y)
-        H = (Xt * c[:, None]).T @ Xt
-        H[np.diag_indices_from(H)] += self._recipe.penalty(Xt.shape[0])
+        H = (Xt * (omega * c)[:, None]).T @ Xt
+        H[np.diag_indices_from(H)] += self._recipe.penalty(omega.sum())
         h_eval, h_evec = eigh_spd(H)
         return (h_evec / h_eval) @ h_evec.T
 
     def _woodbury_step(self, H_inv, w, owner, Z, grad):
-        """Newton steps with the Hessians ``H(w) - c_own x x^T + c_new z z^T``.
+        """Newton steps with ``H(w) - omega_i (c_own x x^T - c_new z z^T)``.
 
         ``H(w)`` is the full-data Hessian at the shared point ``w`` (given by
         its inverse ``H_inv``); each problem's own row is swapped for its
-        candidate row by a rank-two update, applied through the Woodbury
-        identity.
+        candidate row, at the row's weight ``omega_i``, by a rank-two update
+        applied through the Woodbury identity.
         """
         Xt, y = self._Xt, self._y
         family = self._recipe.family
-        Xo, yo = Xt[owner], y[owner]
+        Xo, yo, wo = Xt[owner], y[owner], self._omega[owner]
         _, c_own = family.derivatives(Xo @ w, yo)
         _, c_new = family.derivatives(Z @ w, yo)
-        U = np.stack([Xo, Z], axis=2)  # b x p x 2
-        C = np.stack([-c_own, c_new], axis=1)  # b x 2
-        Hinv_g = grad @ H_inv  # b x p (H_inv is symmetric)
-        Hinv_U = np.einsum("bpi,pq->bqi", U, H_inv)  # b x p x 2
+        b, p = Xo.shape
+        U = np.stack([Xo, Z], axis=1)  # b x 2 x p: the rows of U_b^T
+        C = np.stack([-wo * c_own, wo * c_new], axis=1)  # b x 2
+        # Plain matrix products (BLAS), no einsum over the p x p inverse: H_inv
+        # is symmetric, so H^-1 u is u^T H^-1, and all 2b of them are one GEMM.
+        Hinv_g = grad @ H_inv  # b x p
+        Hinv_U = (U.reshape(2 * b, p) @ H_inv).reshape(b, 2, p)
         # (H + U C U^T)^-1 g = H^-1 g - H^-1 U (I + C U^T H^-1 U)^-1 C U^T H^-1 g
-        S = C[:, :, None] * np.einsum("bpi,bpj->bij", U, Hinv_U)
+        S = C[:, :, None] * np.matmul(U, Hinv_U.transpose(0, 2, 1))
         S[:, 0, 0] += 1.0
         S[:, 1, 1] += 1.0
-        rhs = C * np.einsum("bpi,bp->bi", U, Hinv_g)
-        coef = np.linalg.solve(S, rhs[:, :, None])[:, :, 0]
-        return Hinv_g - np.einsum("bpi,bi->bp", Hinv_U, coef)
+        rhs = C * np.matmul(U, Hinv_g[:, :, None])[:, :, 0]
+        coef = np.linalg.solve(S, rhs[:, :, None])  # b x 2 x 1
+        return Hinv_g - np.matmul(Hinv_U.transpose(0, 2, 1), coef)[:, :, 0]
 
 
 class BlackBoxAttributeInversion(_AttributeInversion):

@@ -23,7 +23,7 @@ from sklearn.utils import Bunch
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from sklearn_fil._report import attribute_label
-from sklearn_fil.attacks._base import target_glm
+from sklearn_fil.attacks._base import adversary_weights, target_glm
 from sklearn_fil.utils._sklearn_compat import _fit_context
 
 # Margin u* = 1 + W(1/e) (W: Lambert's function) at which u * expit(-u) peaks
@@ -33,15 +33,17 @@ _U_PEAK = 1.0 + float(lambertw(np.exp(-1.0)).real)
 _PSI_PEAK = _U_PEAK - 1.0
 
 
-def _leave_one_out_gradients(Xt, y, recipe):
-    """``g_i = -(sum_{j != i} l'(w'^T x~_j, y_j) x~_j + R w')`` for every ``i``.
+def _leave_one_out_gradients(Xt, y, omega, recipe):
+    """``-(sum_{j != i} omega_j l'(w'^T x~_j, y_j) x~_j + R w')`` for every ``i``.
 
     Computed as the full sum minus the example's own term, which is the same
-    number: ``g_i`` does not depend on ``x_i`` (up to rounding).
+    number: ``g_i`` does not depend on ``x_i`` (up to rounding). ``R`` is the
+    penalty's diagonal, ``n lam`` with ``n = sum_j omega_j``.
     """
     w = recipe.weights
     r, _ = recipe.family.derivatives(Xt @ w, y)
-    total = Xt.T @ r + recipe.penalty(Xt.shape[0]) * w
+    r = omega * r
+    total = Xt.T @ r + recipe.penalty(omega.sum()) * w
     return r[:, None] * Xt - total
 
 
@@ -157,13 +159,15 @@ class GLMReconstructionAttack(OneToOneFeatureMixin, TransformerMixin, BaseEstima
     et al. (2022, section 5), knows every training example but the target's
     features ``x_i``, the target's label ``y_i``, the released weights ``w'``
     and the training recipe. At the minimiser the gradient of the objective
-    ``sum_j l(w^T x~_j, y_j) + (n lam / 2) ||w||^2`` (``x~ = [x, 1]`` with an
-    intercept) vanishes; taking ``w'`` for the minimiser gives
+    ``sum_j omega_j l(w^T x~_j, y_j) + (n lam / 2) ||w||^2`` (``x~ = [x, 1]``
+    with an intercept, ``omega_j`` the example weights, ``n = sum_j
+    omega_j``) vanishes; taking ``w'`` for the minimiser gives
 
-    ``l'(w'^T x~_i, y_i) x~_i = g_i = -(sum_{j != i} l'(w'^T x~_j, y_j) x~_j +
-    R w')``
+    ``omega_i l'(w'^T x~_i, y_i) x~_i = -(sum_{j != i} omega_j l'(w'^T x~_j,
+    y_j) x~_j + R w')``
 
-    with ``R`` the penalty's diagonal and ``g_i`` known to the adversary. With
+    with ``R`` the penalty's diagonal; dividing by ``omega_i``, ``l'(w'^T
+    x~_i, y_i) x~_i = g_i`` with ``g_i`` known to the adversary. With
     an intercept the last coordinate of ``x~_i`` is 1, so ``x_i = g_i[:d] /
     g_i[d]`` in closed form. Without one, ``x_i = g_i / t`` where the scalar
     ``t`` solves ``t = l'(w'^T g_i / t, y_i)``: ``t^2 + y_i t - w'^T g_i = 0``
@@ -186,7 +190,9 @@ class GLMReconstructionAttack(OneToOneFeatureMixin, TransformerMixin, BaseEstima
         The fitted or released target model. The attack uses only its
         released weights and its constructor parameters (the training
         recipe); :meth:`check_bound` also needs the fitted model's privacy
-        report.
+        report. An :class:`~sklearn_fil.IRFILRegressor` or
+        :class:`~sklearn_fil.IRFILClassifier` is accepted when :meth:`fit` is
+        given its example weights (``sample_weight``).
 
     Attributes
     ----------
@@ -199,7 +205,7 @@ class GLMReconstructionAttack(OneToOneFeatureMixin, TransformerMixin, BaseEstima
         do not enter the gradient, and its reconstruction is NaN.
     n_features_in_ : int
         Number of features.
-    feature_names_in_ : ndarray of shape (n_features_in_,)
+    feature_names_in_ : ndarray of shape (`n_features_in_`,)
         Feature names, when X was a DataFrame with string column names.
 
     See Also
@@ -210,10 +216,14 @@ class GLMReconstructionAttack(OneToOneFeatureMixin, TransformerMixin, BaseEstima
     Notes
     -----
     The threat model assumes the adversary knows the training set exactly,
-    in particular its size ``n`` (the penalty is ``n lam / 2``) and unit
-    example weights: a model fitted with ``sample_weight`` is attacked as if
-    it had none. For a logistic model with ``data_norm``, the known rows are
-    clipped as in training and the reconstruction is the clipped row.
+    in particular its size and its example weights (the penalty is ``n lam
+    / 2`` with ``n`` the sum of the weights): a model fitted with
+    non-uniform ``sample_weight`` is attacked only when :meth:`fit` is given
+    the adversary's knowledge of them. An example of weight zero does not
+    enter the objective and cannot be reconstructed (NaN, with
+    ``n_solutions_ == 0``). For a logistic model with ``data_norm``, the
+    known rows are clipped as in training and the reconstruction is the
+    clipped row.
 
     The reconstruction of example ``i`` never depends on ``x_i``: ``g_i`` is
     computed as the full sum minus the example's own term, equal to the sum
@@ -251,7 +261,7 @@ class GLMReconstructionAttack(OneToOneFeatureMixin, TransformerMixin, BaseEstima
         self.model = model
 
     @_fit_context(prefer_skip_nested_validation=True)
-    def fit(self, X, y):
+    def fit(self, X, y, sample_weight=None):
         """Learn the adversary's knowledge and reconstruct every example.
 
         Parameters
@@ -263,6 +273,14 @@ class GLMReconstructionAttack(OneToOneFeatureMixin, TransformerMixin, BaseEstima
         y : array-like of shape (n_samples,)
             Training targets (known to the adversary, the target's included);
             classes of the model for a classifier.
+        sample_weight : array-like of shape (n_samples,), default=None
+            The adversary's knowledge of the example weights ``omega_i`` the
+            target was trained with (the target's included); None means unit
+            weights. Required when the target was fitted with non-uniform
+            ``sample_weight`` or is an IRFIL model (its weights are the
+            ``weight`` column of its privacy report). Weights given for an
+            unweighted target are used as given: they are what the adversary
+            believes training used.
 
         Returns
         -------
@@ -273,12 +291,16 @@ class GLMReconstructionAttack(OneToOneFeatureMixin, TransformerMixin, BaseEstima
         ------
         TypeError
             When the model is not an output-perturbed linear or logistic
-            regression.
+            regression, or is an IRFIL model and ``sample_weight`` is None.
         ValueError
-            When X does not have the model's features or y has labels that
-            are not classes of the model.
+            When X does not have the model's features, y has labels that
+            are not classes of the model, the target was trained with sample
+            weights and ``sample_weight`` is None, or the weights are not one
+            number per row with a positive sum.
         """
-        recipe = target_glm(self.model, type(self).__name__)
+        recipe = target_glm(
+            self.model, type(self).__name__, informed=sample_weight is not None
+        )
         X, y = validate_data(
             self,
             X,
@@ -305,13 +327,22 @@ class GLMReconstructionAttack(OneToOneFeatureMixin, TransformerMixin, BaseEstima
                 f"trained on: {list(names)[:5]} vs {list(model_names)[:5]}."
             )
         y = recipe.encode(y)
+        omega = adversary_weights(sample_weight, X)
         self.model_ = self.model
         self._recipe = recipe
         Xc = recipe.clip(X)
-        G = _leave_one_out_gradients(recipe.augment(Xc), y, recipe)
+        G = _leave_one_out_gradients(recipe.augment(Xc), y, omega, recipe)
+        # omega_i l'(w'^T x~_i, y_i) x~_i = G_i; a weightless row is not in it
+        absent = omega == 0
+        with np.errstate(divide="ignore", invalid="ignore"):
+            G = G / omega[:, None]
+        G[absent] = 0.0
         sq_norms = np.einsum("ij,ij->i", Xc, Xc)
         prior = (sq_norms.sum() - sq_norms) / (X.shape[0] - 1)
-        self._reconstruction, self.n_solutions_ = _reconstruct(G, y, recipe, prior)
+        X_hat, n_solutions = _reconstruct(G, y, recipe, prior)
+        X_hat[absent] = np.nan
+        n_solutions[absent] = 0
+        self._reconstruction, self.n_solutions_ = X_hat, n_solutions
         return self
 
     def _check_rows(self, X, allow_nan):

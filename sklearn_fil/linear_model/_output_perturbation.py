@@ -54,7 +54,9 @@ _NO_DP_LINEAR_MSG = (
 
 
 # Private fitted state, cleared with the public attributes at each fit.
-_PRIVATE_STATE = ("_guarantee_state",)
+# ``_weighted``: whether the fit used non-uniform example weights (part of the
+# training recipe that attacks re-run, so release() keeps it).
+_PRIVATE_STATE = ("_guarantee_state", "_weighted")
 
 
 def _no_guarantee(reason):
@@ -270,6 +272,9 @@ class _BaseOutputPerturbed(GuaranteeMixin, BaseEstimator):
         if classes is not None:
             self.classes_ = classes
         self._guarantee_state = guarantee
+        # Constant weights give the unweighted minimiser (the penalty scales
+        # with their sum); only non-uniform ones change the recipe.
+        self._weighted = bool(np.ptp(omega) > 0)
         return self
 
     def _solve(self, X, y, omega, groups):
@@ -373,6 +378,8 @@ class _BaseOutputPerturbed(GuaranteeMixin, BaseEstimator):
             if name in vars(self):
                 setattr(released, name, copy.deepcopy(getattr(self, name)))
         released._guarantee_state = dict(self._guarantee_state)
+        # metadata about the training recipe, not data: attacks need it
+        released._weighted = self._weighted
         return released
 
     def _decision(self, X):
@@ -438,7 +445,7 @@ class OutputPerturbedLinearRegression(RegressorMixin, _BaseOutputPerturbed):
         Solver iterations (1: the exact solve).
     n_features_in_ : int
         Number of features seen during fit.
-    feature_names_in_ : ndarray of shape (n_features_in_,)
+    feature_names_in_ : ndarray of shape (`n_features_in_`,)
         Names of features seen during fit, when X has string column names.
 
     See Also
@@ -583,7 +590,7 @@ class OutputPerturbedLogisticRegression(ClassifierMixin, _BaseOutputPerturbed):
         Newton iterations.
     n_features_in_ : int
         Number of features seen during fit.
-    feature_names_in_ : ndarray of shape (n_features_in_,)
+    feature_names_in_ : ndarray of shape (`n_features_in_`,)
         Names of features seen during fit, when X has string column names.
 
     See Also

@@ -12,11 +12,13 @@ from sklearn.linear_model import LinearRegression, LogisticRegression, Ridge
 from sklearn.preprocessing import FunctionTransformer
 
 from sklearn_fil import (
+    IRFILClassifier,
     IRFILRegressor,
     OutputPerturbedLinearRegression,
     OutputPerturbedLogisticRegression,
 )
 from sklearn_fil.attacks import BlackBoxAttributeInversion, WhiteBoxAttributeInversion
+from sklearn_fil.attacks._base import target_glm
 from tests._reference import fit_minimiser, loss_derivatives
 
 LAM = 1e-2
@@ -263,7 +265,7 @@ def test_bad_input():
     with pytest.raises(TypeError, match="got Ridge"):
         WhiteBoxAttributeInversion(Ridge().fit(X, y), attribute=3).fit(X, y)
     irfil = IRFILRegressor(sigma=0.1, n_iter=1, tol=0.0, random_state=0).fit(X, y)
-    with pytest.raises(TypeError, match="IRFIL"):
+    with pytest.raises(TypeError, match=r"IRFIL.*sample_weight"):
         WhiteBoxAttributeInversion(irfil, attribute=3).fit(X, y)
     with pytest.raises(TypeError, match="neither"):
         BlackBoxAttributeInversion(FunctionTransformer().fit(X), attribute=3).fit(X, y)
@@ -293,3 +295,157 @@ def test_failed_fit_changes_nothing():
         attack.fit(X[:20], y[:20] + 5)
     assert_array_equal(attack.prior_, before)  # the previous fit is intact
     assert attack._n_targets == len(X)
+
+
+# -- example weights -------------------------------------------------------
+
+
+def _weights(n, seed=0):
+    """Non-uniform positive example weights."""
+    return np.random.default_rng(seed).uniform(0.2, 3.0, n)
+
+
+@pytest.mark.parametrize("loss", ["squared", "logistic"])
+@pytest.mark.parametrize("fit_intercept", [True, False])
+def test_white_box_weighted_matches_weighted_refitting(loss, fit_intercept):
+    # The candidate problems keep the attacked row's weight: brute force
+    # re-fits sum_i omega_i l + (sum(omega) lam / 2) ||w||^2 from scratch.
+    X, y = _problem(loss)
+    omega = _weights(len(X))
+    model = _model(loss, sigma=0.05, fit_intercept=fit_intercept, random_state=0)
+    model.fit(X, y, sample_weight=omega)
+    attack = WhiteBoxAttributeInversion(model.release(), attribute=3)
+    scores = attack.fit(X, y, sample_weight=omega).decision_function(X)
+    expected = _refit_distances(
+        X, y, loss, model, [3], [0.0, 1.0, 2.0], sample_weight=omega
+    )
+    assert_allclose(scores, expected, rtol=1e-8)
+    assert_array_equal(attack.transform(X)[:, 0], np.argmax(expected, axis=1))
+    # the unweighted objective is a different problem
+    unweighted = _refit_distances(X, y, loss, model, [3], [0.0, 1.0, 2.0])
+    assert np.max(np.abs(unweighted - expected)) > 1e-3
+
+
+def test_white_box_weighted_clipped_one_step_matches_by_hand():
+    # One Newton step of the weighted, clipped objective at w', by hand.
+    X, y = _problem("logistic")
+    omega = _weights(len(X), seed=1)
+    model = OutputPerturbedLogisticRegression(
+        sigma=0.3, lam=LAM, data_norm=1.5, random_state=0
+    ).fit(X, y, sample_weight=omega)
+    attack = WhiteBoxAttributeInversion(model, attribute=3, method="one_step")
+    scores = attack.fit(X, y, sample_weight=omega).decision_function(X)
+    w = np.append(model.coef_, model.intercept_)
+    reg = np.full(4 + 1, omega.sum() * LAM)
+    reg[-1] = 0.0
+    for i, value in [(0, 0.0), (5, 2.0), (17, 1.0)]:
+        Xc = X.copy()
+        Xc[i, 3] = value
+        Xc = Xc * np.minimum(1.0, 1.5 / np.linalg.norm(Xc, axis=1))[:, None]
+        Xt = np.column_stack([Xc, np.ones(len(X))])
+        r, c = loss_derivatives(Xt @ w, y, "logistic")
+        grad = Xt.T @ (omega * r) + reg * w
+        H = (Xt * (omega * c)[:, None]).T @ Xt + np.diag(reg)
+        step = np.linalg.solve(H, grad)
+        assert_allclose(scores[i, int(value)], -np.linalg.norm(step), rtol=1e-9)
+
+
+def test_white_box_weighted_reproducer_scores_one():
+    # The reported bug: attacking a weighted target by re-running unweighted
+    # training scored 0.915 here, its best minimisers 0.033 from the release.
+    rng = np.random.default_rng(0)
+    n = 200
+    X = np.column_stack([rng.standard_normal((n, 3)), rng.integers(0, 2, n)])
+    y = X @ [1.0, -1.0, 0.5, 2.0] + 0.5 * rng.standard_normal(n)
+    omega = rng.uniform(0.1, 5.0, n)
+    model = OutputPerturbedLinearRegression(sigma=1e-9, lam=1e-3, random_state=0)
+    release = model.fit(X, y, sample_weight=omega).release()
+    attack = WhiteBoxAttributeInversion(release, attribute=3)
+    attack.fit(X, y, sample_weight=omega)
+    assert attack.score(X) == 1.0
+    # the truth's minimiser is the un-noised one: its distance is the noise
+    best = -attack.decision_function(X).max(axis=1)
+    assert best.max() < 1e-7
+    # the old behaviour: an adversary re-running unweighted training
+    wrong = WhiteBoxAttributeInversion(release, attribute=3)
+    wrong.fit(X, y, sample_weight=np.ones(n))
+    assert wrong.score(X) < 0.95
+    assert np.max(-wrong.decision_function(X).max(axis=1)) > 1e-2
+
+
+@pytest.mark.parametrize("loss", ["squared", "logistic"])
+def test_white_box_unit_weights_are_the_unweighted_attack(loss):
+    X, y = _problem(loss)
+    model = _model(loss, sigma=0.05, random_state=0).fit(X, y).release()
+    plain = WhiteBoxAttributeInversion(model, attribute=3).fit(X, y)
+    unit = WhiteBoxAttributeInversion(model, attribute=3)
+    unit.fit(X, y, sample_weight=np.ones(len(X)))
+    assert_array_equal(unit.decision_function(X), plain.decision_function(X))
+    # constant weights give the unweighted minimiser: no weights needed
+    const = _model(loss, sigma=0.05, random_state=0)
+    const.fit(X, y, sample_weight=np.full(len(X), 2.5))
+    assert not target_glm(const, "attack").weighted
+    WhiteBoxAttributeInversion(const, attribute=3).fit(X, y)
+
+
+def test_weighted_flag_is_kept_by_release():
+    X, y = _problem("squared")
+    model = _model("squared", sigma=0.1, random_state=0)
+    model.fit(X, y, sample_weight=_weights(len(X)))
+    assert model._weighted and model.release()._weighted
+    assert target_glm(model.release(), "attack", informed=True).weighted
+    model.fit(X, y)  # a refit without weights clears the flag
+    assert not model._weighted and not model.release()._weighted
+
+
+@pytest.mark.parametrize("loss", ["squared", "logistic"])
+def test_white_box_refuses_a_weighted_target_without_weights(loss):
+    X, y = _problem(loss)
+    model = _model(loss, sigma=0.1, random_state=0)
+    model.fit(X, y, sample_weight=_weights(len(X)))
+    attack = WhiteBoxAttributeInversion(model.release(), attribute=3)
+    with pytest.raises(ValueError, match="trained with sample weights; pass"):
+        attack.fit(X, y)
+    assert not [name for name in vars(attack) if name.endswith("_")]
+    with pytest.raises(ValueError, match=r"inconsistent|shape"):
+        attack.fit(X, y, sample_weight=np.ones(len(X) - 1))
+    with pytest.raises(ValueError, match="positive sum"):
+        attack.fit(X, y, sample_weight=-np.ones(len(X)))
+    # the adversary's weights on an unweighted target are used as given
+    plain = _model(loss, sigma=0.05, random_state=0).fit(X, y)
+    omega = _weights(len(X))
+    scores = WhiteBoxAttributeInversion(plain, attribute=3)
+    scores = scores.fit(X, y, sample_weight=omega).decision_function(X)
+    expected = _refit_distances(X, y, loss, plain, [3], [0, 1, 2], sample_weight=omega)
+    assert_allclose(scores, expected, rtol=1e-8)
+
+
+@pytest.mark.parametrize("Model", [IRFILRegressor, IRFILClassifier])
+def test_white_box_attacks_irfil_with_its_weights(Model):
+    # The informed adversary of Hannun et al. (Figure 7) knows the IRFIL
+    # weights: with them the attack re-runs the final weighted fit exactly
+    # (the weights sum to n, the penalty is sum(omega) lam / 2 ||w||^2).
+    loss = "squared" if Model is IRFILRegressor else "logistic"
+    X, y = _problem(loss)
+    model = Model(sigma=0.05, lam=LAM, n_iter=2, tol=0.0, random_state=0).fit(X, y)
+    omega = model.privacy_report_["weight"].to_numpy()
+    assert np.ptp(omega) > 0.1
+    with pytest.raises(TypeError, match="IRFIL"):
+        WhiteBoxAttributeInversion(model, attribute=3).fit(X, y)
+    attack = WhiteBoxAttributeInversion(model.release(), attribute=3)
+    scores = attack.fit(X, y, sample_weight=omega).decision_function(X)
+    expected = _refit_distances(
+        X,
+        y,
+        loss,
+        model,
+        [3],
+        [0.0, 1.0, 2.0],
+        sample_weight=omega,
+        penalize_intercept=model.penalize_intercept,
+    )
+    assert_allclose(scores, expected, rtol=1e-8)
+    exact = Model(sigma=1e-9, lam=LAM, n_iter=2, tol=0.0, random_state=0).fit(X, y)
+    weights = exact.privacy_report_["weight"].to_numpy()
+    attack = WhiteBoxAttributeInversion(exact, attribute=3)
+    assert attack.fit(X, y, sample_weight=weights).score(X) == 1.0

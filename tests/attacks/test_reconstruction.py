@@ -18,11 +18,13 @@ from sklearn.linear_model import Ridge
 from sklearn.utils import Bunch
 
 from sklearn_fil import (
+    IRFILClassifier,
     IRFILRegressor,
     OutputPerturbedLinearRegression,
     OutputPerturbedLogisticRegression,
 )
 from sklearn_fil.attacks import GLMReconstructionAttack
+from tests._reference import fit_minimiser
 
 LAM = 1e-2
 CLIP = 1.5  # data_norm of the logistic models: rows of norm > 1.5 are clipped
@@ -397,3 +399,133 @@ def test_bad_input():
             pd.DataFrame(X, columns=["a", "b", "c"]), y
         )
         GLMReconstructionAttack(named).fit(pd.DataFrame(X, columns=["a", "b", "d"]), y)
+
+
+# -- example weights -------------------------------------------------------
+
+
+def _sample_weights(n, seed=0):
+    return np.random.default_rng(seed).uniform(0.2, 3.0, n)
+
+
+def _stationarity_residuals(loss, Xc, y01, omega, w, X_hat, penalize):
+    """Relative weighted gradient at w' with each reconstruction put in place.
+
+    Computed row by row from scratch: ``sum_j omega_j l'(w^T z~_j) z~_j +
+    sum(omega) lam R w`` with row ``i`` replaced by its reconstruction.
+    """
+    p = w.size
+    fit_intercept = p == Xc.shape[1] + 1
+    reg = np.full(p, omega.sum() * LAM)
+    if fit_intercept and not penalize:
+        reg[-1] = 0.0
+    out = np.empty(len(Xc))
+    for i in range(len(Xc)):
+        Z = Xc.copy()
+        Z[i] = X_hat[i]
+        Zt = _augment(Z, fit_intercept)
+        terms = (omega * _derivative(loss, Zt @ w, y01))[:, None] * Zt
+        grad = terms.sum(axis=0) + reg * w
+        scale = np.abs(terms).sum(axis=0) + np.abs(reg * w)
+        out[i] = np.linalg.norm(grad) / np.linalg.norm(scale)
+    return out
+
+
+@_EPSILON_OVERFLOW
+@pytest.mark.parametrize("fit_intercept", [True, False])
+@pytest.mark.parametrize("loss", ["squared", "logistic"])
+def test_weighted_target_matches_weighted_refitting(loss, fit_intercept):
+    # The release of a weighted fit is the minimiser of the weighted
+    # objective (re-fitted from scratch here); the attack, given the weights,
+    # solves its first-order condition: without noise every row comes back,
+    # and without an intercept (where the scale is solved for, not read off)
+    # every reconstruction put back makes the weighted gradient at a noisy
+    # w' vanish.
+    X, y, Model = _problem(loss)
+    Xc = _clipped(X, loss == "logistic")
+    y01 = (y == "yes").astype(float) if loss == "logistic" else y
+    omega = _sample_weights(len(X))
+    model = _model(Model, 1e-9, fit_intercept).fit(X, y, sample_weight=omega)
+    coef, b = fit_minimiser(
+        Xc, y01, loss, lam=LAM, sample_weight=omega, fit_intercept=fit_intercept
+    )
+    w_refit = coef if b is None else np.append(coef, b)
+    np.testing.assert_allclose(_weights(model), w_refit, rtol=1e-7, atol=1e-8)
+    attack = GLMReconstructionAttack(model.release())
+    attack.fit(X, y, sample_weight=omega)
+    mse = attack.reconstruction_mse(X)
+    assert np.max(mse) < 1e-8 * np.mean(Xc**2)
+    # the unweighted attack misses the rows
+    wrong = GLMReconstructionAttack(model.release()).fit(X, y, np.ones(len(X)))
+    assert np.max(wrong.reconstruction_mse(X)) > 1e-3 * np.mean(Xc**2)
+
+    if fit_intercept:
+        return
+    noisy = _model(Model, 1e-5, fit_intercept).fit(X, y, sample_weight=omega)
+    attack = GLMReconstructionAttack(noisy).fit(X, y, sample_weight=omega)
+    residual = _stationarity_residuals(
+        loss, Xc, y01, omega, _weights(noisy), attack.transform(X), False
+    )
+    solved = attack.n_solutions_ > 0
+    assert solved.mean() > 0.9
+    assert np.all(residual[solved] < 1e-10)
+
+
+@pytest.mark.parametrize("loss", ["squared", "logistic"])
+def test_unit_weights_are_the_unweighted_attack(loss):
+    X, y, Model = _problem(loss)
+    release = _model(Model, 1e-3, True).fit(X, y).release()
+    plain = GLMReconstructionAttack(release).fit(X, y)
+    unit = GLMReconstructionAttack(release).fit(X, y, sample_weight=np.ones(len(X)))
+    np.testing.assert_array_equal(unit.transform(X), plain.transform(X))
+    np.testing.assert_array_equal(unit.n_solutions_, plain.n_solutions_)
+
+
+def test_weighted_target_needs_the_weights():
+    X, y, _ = _problem("squared")
+    model = OutputPerturbedLinearRegression(sigma=1e-3, lam=LAM)
+    model.fit(X, y, sample_weight=_sample_weights(len(X)))
+    attack = GLMReconstructionAttack(model.release())
+    with pytest.raises(ValueError, match="trained with sample weights; pass"):
+        attack.fit(X, y)
+    assert not hasattr(attack, "n_solutions_")
+    with pytest.raises(ValueError, match=r"inconsistent|shape"):
+        attack.fit(X, y, sample_weight=np.ones(len(X) + 1))
+    with pytest.raises(ValueError, match="positive sum"):
+        attack.fit(X, y, sample_weight=-np.ones(len(X)))
+    # a weightless example is not in the objective: it cannot be recovered
+    omega = _sample_weights(len(X))
+    omega[4] = 0.0
+    exact = OutputPerturbedLinearRegression(sigma=1e-9, lam=LAM, random_state=0)
+    exact.fit(X, y, sample_weight=omega)
+    attack = GLMReconstructionAttack(exact).fit(X, y, sample_weight=omega)
+    X_hat = attack.transform(X)
+    assert np.all(np.isnan(X_hat[4])) and attack.n_solutions_[4] == 0
+    np.testing.assert_allclose(np.delete(X_hat, 4, 0), np.delete(X, 4, 0), rtol=1e-3)
+
+
+@_EPSILON_OVERFLOW
+@pytest.mark.parametrize("Model", [IRFILRegressor, IRFILClassifier])
+def test_irfil_target_with_its_report_weights(Model):
+    # IRFIL's final fit is the weighted objective with the weights of its
+    # privacy report (summing to n): given them, the adversary re-runs it.
+    loss = "squared" if Model is IRFILRegressor else "logistic"
+    X, y, _ = _problem(loss)
+    y01 = (y == "yes").astype(float) if loss == "logistic" else y
+    model = Model(sigma=1e-9, lam=LAM, n_iter=2, tol=0.0, random_state=0).fit(X, y)
+    omega = model.privacy_report_["weight"].to_numpy()
+    assert np.ptp(omega) > 0.1
+    coef, b = fit_minimiser(
+        X,
+        y01,
+        loss,
+        lam=LAM,
+        sample_weight=omega,
+        fit_intercept=True,
+        penalize_intercept=model.penalize_intercept,
+    )
+    np.testing.assert_allclose(_weights(model), np.append(coef, b), atol=1e-7)
+    with pytest.raises(TypeError, match=r"IRFIL.*sample_weight"):
+        GLMReconstructionAttack(model).fit(X, y)
+    attack = GLMReconstructionAttack(model.release()).fit(X, y, sample_weight=omega)
+    assert np.max(attack.reconstruction_mse(X)) < 1e-8 * np.mean(X**2)
