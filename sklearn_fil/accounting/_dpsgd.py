@@ -415,7 +415,7 @@ def dpsgd_epsilon(
     probability ``sample_rate``. With per-example norms at most ``sensitivity C``, the
     step is the Poisson-subsampled Gaussian mechanism with noise multiplier
     ``noise_multiplier / sensitivity``; ``steps`` of them are composed by
-    :mod:`dp_accounting`'s ``RdpAccountant`` or ``PLDAccountant`` under the
+    ``dp_accounting``'s ``RdpAccountant`` or ``PLDAccountant`` under the
     add-or-remove-one neighbouring relation.
 
     Parameters

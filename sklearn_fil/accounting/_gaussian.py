@@ -104,7 +104,7 @@ def gaussian_delta(epsilon, *, sigma, sensitivity):
     noise of standard deviation ``sigma``, return the smallest δ such that the
     mechanism is (ε, δ)-differentially private. This is the tight curve of Balle &
     Wang (2018), i.e. the hockey-stick divergence between ``N(0, sigma**2)`` and
-    ``N(sensitivity, sigma**2)``; it is evaluated by :mod:`dp_accounting`'s
+    ``N(sensitivity, sigma**2)``; it is evaluated by ``dp_accounting``'s
     ``GaussianPrivacyLoss`` (no sampling, a single release).
 
     Parameters

@@ -283,7 +283,7 @@ class LossThresholdMembershipInference(BaseEstimator):
         no held-out non-members).
     n_features_in_ : int
         Number of features of ``model``, when it has ``n_features_in_``.
-    feature_names_in_ : ndarray of shape (n_features_in_,)
+    feature_names_in_ : ndarray of shape (`n_features_in_`,)
         Feature names of ``model``, when it has ``feature_names_in_``.
 
     See Also

@@ -315,7 +315,7 @@ def fisher_information_loss(
     the private feature coordinates) the example's FIM is ``omega_i^2 (r_i^2 K
     + T B T^T)`` with ``T = H^{-1} [x_i, Q w]`` and a 2 x 2 matrix ``B``; in the
     basis ``U`` this is diagonal plus rank two, whose top eigenvalue is found
-    exactly by a secular-equation solver (:mod:`sklearn_fil.fisher._kernels`).
+    exactly by a secular-equation solver (``sklearn_fil.fisher._kernels``).
     No projection onto a Krylov subspace is used, so the result is exact for
     badly scaled features and ill-conditioned ``H``.
 

@@ -280,7 +280,7 @@ _ATTRIBUTES_DOC = """\
         FIL of the whole training set.
     n_features_in_ : int
         Number of features seen during fit.
-    feature_names_in_ : ndarray of shape (n_features_in_,)
+    feature_names_in_ : ndarray of shape (`n_features_in_`,)
         Names of features seen during fit, when X has string column names."""
 
 _NOTES_DOC = """\
