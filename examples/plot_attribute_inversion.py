@@ -18,8 +18,10 @@ prior.
 # SPDX-License-Identifier: BSD-3-Clause
 
 # %%
-# Data: scikit-learn's diabetes data (442 patients, 10 features); the
-# attacked attribute is ``sex`` (two values), the other features standardised.
+# Data
+# ----
+# scikit-learn's diabetes data (442 patients, 10 features); the attacked
+# attribute is ``sex`` (two values), the other features standardised.
 import matplotlib.pyplot as plt
 import numpy as np
 from sklearn.datasets import load_diabetes
@@ -31,6 +33,7 @@ from sklearn_fil.attacks import (
     WhiteBoxAttributeInversion,
     attack_report,
 )
+from sklearn_fil.plotting import AttackSuccessDisplay
 
 data = load_diabetes(as_frame=True, scaled=False)
 X, y = data.data.copy(), data.target
@@ -42,8 +45,12 @@ truth = X["sex"].to_numpy()
 prior = max(truth.mean(), 1 - truth.mean())
 
 # %%
-# Attack every patient under many noise draws, for two noise levels. The
-# per-attribute FIL ``fil[sex]`` does not depend on the draw (only on sigma).
+# Attacks
+# -------
+# Attack every patient under many noise draws, for two noise levels. Both
+# adversaries see only the released copy; the per-attribute FIL ``fil[sex]``
+# comes from the (private) report and does not depend on the draw, only on
+# sigma.
 n_trials = 40
 results = {}
 for sigma in (3e-3, 1e-2):
@@ -69,29 +76,34 @@ for sigma in (3e-3, 1e-2):
     )
 
 # %%
-# Accuracy by decile of ``fil[sex]`` (1 = least exposed patients).
+# Success by FIL decile
+# ---------------------
+# Accuracy of each attack by decile of ``fil[sex]`` (1: the least exposed
+# patients), with its standard error over the patients of the decile.
 fig, axes = plt.subplots(1, 2, figsize=(10, 4), sharey=True)
 for ax, (sigma, (white, black)) in zip(axes, results.items(), strict=True):
-    deciles = white.loc["all"].index
-    ax.errorbar(
-        deciles,
-        white.loc["all", "success_mean"],
-        yerr=white.loc["all", "success_sem"],
-        marker="o",
-        label="white box (eq. 30)",
+    AttackSuccessDisplay.from_report(
+        white, show_groups=["all"], name="white box (eq. 30)", ax=ax, marker="o"
     )
-    ax.errorbar(
-        deciles,
-        black.loc["all", "success_mean"],
-        yerr=black.loc["all", "success_sem"],
-        marker="s",
-        label="black box (eq. 31)",
+    AttackSuccessDisplay.from_report(
+        black, show_groups=["all"], name="black box (eq. 31)", ax=ax, marker="s"
     )
     ax.axhline(prior, color="grey", linestyle="--", label="majority guess")
     ax.set_title(f"sigma = {sigma:g}")
     ax.set_xlabel("decile of the per-attribute FIL of sex")
-    ax.set_xticks(deciles)
+    ax.legend()
 axes[0].set_ylabel("attack accuracy")
-axes[0].legend()
+axes[1].set_ylabel("")
 fig.tight_layout()
+
+# %%
+# Interpretation
+# --------------
+# The white-box adversary succeeds most often on the patients with the largest
+# ``fil[sex]``: the per-attribute FIL ranks the patients by how exposed their
+# sex is to an adversary who sees the weights. Three times more noise divides
+# every FIL by three and pulls the white-box accuracy down in every decile.
+# The black-box attack only sees predictions: it is nearly the same at both
+# noise levels, and its success does not rise with the FIL, which measures
+# what the weights reveal.
 plt.show()

@@ -1,7 +1,7 @@
 """
-=============================================================
+==============================================================
 Intrinsic privacy of SGD: seed variability vs data sensitivity
-=============================================================
+==============================================================
 
 How much privacy does the randomness of SGD itself give, before any noise is
 added? Hyland & Tople train a grid of models over random seeds and

@@ -23,6 +23,12 @@ multiplier varies (the paper's Figure 1) and as the clipping bound varies
 
 # %%
 # Data and the attack on recorded steps
+# -------------------------------------
+# Standardised features, rows scaled into the unit ball. ``attack`` trains a
+# tanh network for a few DP-SGD steps with hard clipping, records them, runs
+# the label attack on each recorded gradient, and computes the label-DP lower
+# bound of each step; ``upper_bound`` is what the accountant promises for one
+# step whose batch is known.
 import logging
 
 import matplotlib.pyplot as plt
@@ -104,7 +110,9 @@ def upper_bound(noise_multiplier):
 
 
 # %%
-# Varying the noise multiplier (C = 1)
+# Varying the noise multiplier
+# ----------------------------
+# Clipping bound C = 1.
 sigmas = [0.003, 0.01, 0.03, 0.1, 0.3, 1.0]
 by_sigma = [attack(s, 1.0) for s in sigmas]
 for s, res in zip(sigmas, by_sigma, strict=True):
@@ -114,9 +122,19 @@ for s, res in zip(sigmas, by_sigma, strict=True):
     print(f"sigma={s:g}: upper {upper_bound(s):.3g}; {cells}")
 
 # %%
-# Varying the clipping bound (sigma = 0.03)
+# Varying the clipping bound
+# --------------------------
+# Noise multiplier 0.03.
 bounds_C = [0.1, 0.3, 1.0, 3.0, 10.0]
 by_C = [attack(0.03, C) for C in bounds_C]
+
+# %%
+# The figures
+# -----------
+# Left: the accountant's upper bound and the attack's lower bound on the
+# label-DP epsilon of one step. Middle: the fraction of labels the attack
+# recovers (a coin flip gets half). Right: the lower bound as the clipping
+# bound varies.
 
 fig, axes = plt.subplots(1, 3, figsize=(14, 4))
 axes[0].loglog(
@@ -137,4 +155,14 @@ axes[2].set_ylabel("label-DP epsilon of one step")
 for ax in axes:
     ax.legend()
 fig.tight_layout()
+
+# %%
+# Interpretation
+# --------------
+# With little noise the attack reads every label of the batch, and its lower
+# bound is within about two orders of magnitude of the accountant's upper
+# bound; the wider second-to-last layer leaks more than the last one. As the
+# noise grows both bounds fall together, and the attack drops to a coin flip.
+# The lower bound never exceeds the upper one: were it to, the accountant
+# would be wrong.
 plt.show()

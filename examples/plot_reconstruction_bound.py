@@ -18,8 +18,10 @@ biased (the bound concerns unbiased attacks), and some examples fall below.
 # SPDX-License-Identifier: BSD-3-Clause
 
 # %%
-# Data: digits 0 and 1, rows normalised, PCA to 10 dimensions, scaled to the
-# unit ball.
+# Data
+# ----
+# Digits 0 and 1, rows normalised, PCA to 10 dimensions, scaled to the unit
+# ball.
 import matplotlib.pyplot as plt
 import numpy as np
 from sklearn.datasets import load_digits
@@ -36,9 +38,13 @@ X = PCA(n_components=10, random_state=0).fit_transform(X)
 X /= np.linalg.norm(X, axis=1).max()
 
 # %%
+# Attack against bound
+# --------------------
 # For two noise levels, attack every example of 30 independent releases and
 # average the realised per-coordinate MSE. ``check_bound`` needs the fitted
 # model (its privacy report is sensitive), the attack itself only the weights.
+# Points above the diagonal respect the bound; points below it are
+# highlighted.
 n_releases = 30
 fig, axes = plt.subplots(1, 2, figsize=(10, 4.5))
 for ax, sigma in zip(axes, (1e-4, 1e-2), strict=True):
@@ -63,4 +69,15 @@ for ax, sigma in zip(axes, (1e-4, 1e-2), strict=True):
 axes[0].set_ylabel(f"realised MSE (mean of {n_releases} releases)")
 axes[0].legend()
 fig.tight_layout()
+
+# %%
+# Interpretation
+# --------------
+# Under little noise the realised error sits a few times above the bound and
+# follows it closely: the examples the report calls exposed are the ones the
+# attack rebuilds best. Under a hundred times more noise the error scatters
+# over orders of magnitude, and for a few of the least exposed examples (a
+# bound above one, in the unit ball) the attack's error stays near one and
+# falls below the bound: the attack is biased there, and the bound only limits
+# unbiased attacks.
 plt.show()
