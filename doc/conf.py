@@ -1,15 +1,29 @@
-"""Sphinx configuration for the sklearn-fil documentation."""
+"""Sphinx configuration for the sklearn-fil documentation.
+
+Build the site with (from the repository root)::
+
+    python -m sphinx -W --keep-going -b html doc doc/_build/html
+
+The build needs no network: the inventories of the projects we link to
+(Python, NumPy, SciPy, pandas, scikit-learn, joblib, matplotlib) are small local files
+in ``doc/_intersphinx``, written by ``doc/sphinxext/make_inventories.py``.
+"""
 
 # Authors: The sklearn-fil developers
 # SPDX-License-Identifier: BSD-3-Clause
 
-import os
 import sys
 from importlib import metadata
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
 
 # Make the package importable when the docs are built from a source checkout
-# without installing it first.
-sys.path.insert(0, os.path.abspath(".."))
+# without installing it first, and make the local extensions importable.
+sys.path.insert(0, str(HERE.parent))
+sys.path.insert(0, str(HERE / "sphinxext"))
+
+from make_inventories import INVENTORIES  # noqa: E402
 
 # -- Project information -----------------------------------------------------
 
@@ -27,58 +41,113 @@ version = ".".join(release.split(".")[:2])
 
 extensions = [
     "numpydoc",
+    "sphinx.ext.autodoc",
     "sphinx.ext.autosummary",
     "sphinx.ext.intersphinx",
     "sphinx.ext.mathjax",
+    "sphinx_gallery.gen_gallery",
+    "sklearn_fil_api",
 ]
 
-exclude_patterns = ["_build", "Thumbs.db", ".DS_Store"]
+templates_path = ["_templates"]
+exclude_patterns = [
+    "_build",
+    "_intersphinx",
+    "_templates",
+    "sphinxext",
+    "Thumbs.db",
+    ".DS_Store",
+]
 root_doc = "index"
 default_role = "literal"
 
+# Every cross-reference must resolve: an unresolved one is a warning, and the
+# build runs with -W. Only names that are not objects are exempt.
+nitpicky = True
+nitpick_ignore_regex = [
+    # Types written in prose by scikit-learn's inherited docstrings.
+    ("py:class", r"estimator instance|array-like|.* of shape .*"),
+]
+
 autosummary_generate = True
-autodoc_default_options = {"members": True, "inherited-members": True}
+autodoc_typehints = "none"
 
 numpydoc_show_class_members = False
 numpydoc_class_members_toctree = False
+numpydoc_attributes_as_param_list = True
+# Link the types of parameters, returns and attributes. Only the names below
+# become links (every other word of a type stays plain text), so an unknown
+# type is never a broken reference.
+numpydoc_xref_param_type = True
+numpydoc_xref_ignore = "all"
+numpydoc_xref_aliases = {
+    "DataFrame": "pandas.DataFrame",
+    "pandas.DataFrame": "pandas.DataFrame",
+    "Series": "pandas.Series",
+    "pandas.Series": "pandas.Series",
+    "ndarray": "numpy.ndarray",
+    "RandomState": "numpy.random.RandomState",
+    "Generator": "numpy.random.Generator",
+    "Axes": "matplotlib.axes.Axes",
+    "Figure": "matplotlib.figure.Figure",
+    "Line2D": "matplotlib.lines.Line2D",
+    "BarContainer": "matplotlib.container.BarContainer",
+    "ErrorbarContainer": "matplotlib.container.ErrorbarContainer",
+    "AxesImage": "matplotlib.image.AxesImage",
+    "Colormap": "matplotlib.colors.Colormap",
+    "Bunch": "sklearn.utils.Bunch",
+    "PrivacyLeakWarning": "sklearn_fil.exceptions.PrivacyLeakWarning",
+}
 
-# The gallery and the bibliography are used only when their extensions are
-# installed; the rest of the documentation builds without them.
-try:
-    import sphinx_gallery  # noqa: F401
-except ImportError:
-    pass
-else:
-    extensions.append("sphinx_gallery.gen_gallery")
-    sphinx_gallery_conf = {
-        "examples_dirs": "../examples",
-        "gallery_dirs": "auto_examples",
-        "doc_module": ("sklearn_fil",),
-        "backreferences_dir": "generated",
-        "reference_url": {"sklearn_fil": None},
-    }
+# -- sphinx-gallery ----------------------------------------------------------
 
-try:
-    import sphinxcontrib.bibtex  # noqa: F401
-except ImportError:
-    pass
-else:
-    if os.path.exists(os.path.join(os.path.dirname(__file__), "references.bib")):
-        extensions.append("sphinxcontrib.bibtex")
-        bibtex_bibfiles = ["references.bib"]
+# The build runs every example at full size. The test suite runs them at
+# small sizes with SKLEARN_FIL_EXAMPLE_QUICK=1 (tests/test_examples.py); a value
+# already set in the environment is passed on to the examples unchanged, so
+# ``SKLEARN_FIL_EXAMPLE_QUICK=1 python -m sphinx ...`` builds a quick preview.
 
+sphinx_gallery_conf = {
+    "examples_dirs": "../examples",
+    "gallery_dirs": "auto_examples",
+    "filename_pattern": r"/plot_",
+    "within_subsection_order": "FileNameSortKey",
+    "doc_module": ("sklearn_fil",),
+    "backreferences_dir": "generated",
+    "image_scrapers": ("matplotlib",),
+    "remove_config_comments": True,
+    "show_signature": False,
+    "download_all_examples": False,
+    "min_reported_time": 1,
+    # A failing example fails the build.
+    "abort_on_example_error": False,
+    "only_warn_on_example_error": False,
+}
+
+# -- Intersphinx (offline) ---------------------------------------------------
+
+# Each inventory is a local file; the links it resolves point at the upstream
+# documentation. Regenerate the files with
+# ``python doc/sphinxext/make_inventories.py`` after adding a reference.
 intersphinx_mapping = {
-    "python": ("https://docs.python.org/3", None),
-    "sklearn": ("https://scikit-learn.org/stable", None),
-    "numpy": ("https://numpy.org/doc/stable", None),
-    "scipy": ("https://docs.scipy.org/doc/scipy", None),
-    "pandas": ("https://pandas.pydata.org/docs", None),
+    name: (inv["url"], f"_intersphinx/{name}.inv") for name, inv in INVENTORIES.items()
 }
 
 # -- Options for HTML output -------------------------------------------------
 
-html_theme = "alabaster"
+html_theme = "pydata_sphinx_theme"
 html_title = f"sklearn-fil {release}"
+html_short_title = "sklearn-fil"
+html_static_path = []
+html_show_sourcelink = False
+html_theme_options = {
+    "navbar_align": "left",
+    "show_toc_level": 2,
+    "navigation_with_keys": False,
+    "secondary_sidebar_items": ["page-toc"],
+    "footer_start": ["copyright"],
+    "footer_end": ["sphinx-version"],
+}
+html_context = {"default_mode": "light"}
 
 
 def _skip_metadata_request(app, what, name, obj, skip, options):
