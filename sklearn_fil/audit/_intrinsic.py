@@ -32,6 +32,7 @@ from sklearn.utils.validation import (
 from sklearn_fil.attacks._membership import _loss_kind, _per_example_loss
 from sklearn_fil.audit import _diagnostics
 from sklearn_fil.audit._sensitivity import sgd_sensitivity_bound
+from sklearn_fil.utils._fitted import fit_or_clear
 from sklearn_fil.utils._sklearn_compat import Interval, _fit_context
 
 # Fitted weights and the fit parameters that set their initial values.
@@ -376,17 +377,7 @@ class IntrinsicPrivacyAudit(MetaEstimatorMixin, BaseEstimator):
         self : object
             Fitted audit.
         """
-        # A failed fit leaves no fitted state, not even a previous fit's.
-        self._clear_fitted_state()
-        try:
-            return self._fit(X, y, X_holdout, y_holdout)
-        except BaseException:
-            self._clear_fitted_state()
-            raise
-
-    def _clear_fitted_state(self):
-        for attr in [a for a in vars(self) if a.endswith("_")]:
-            delattr(self, attr)
+        return fit_or_clear(self, self._fit, X, y, X_holdout, y_holdout)
 
     def _fit(self, X, y, X_holdout, y_holdout):
         if "random_state" not in self.estimator.get_params(deep=False):

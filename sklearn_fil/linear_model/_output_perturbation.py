@@ -30,6 +30,7 @@ from sklearn_fil.fisher._engine import (
     eigh_spd,
 )
 from sklearn_fil.fisher._losses import LOSSES
+from sklearn_fil.utils._fitted import fit_or_clear
 from sklearn_fil.utils._guarantee import GuaranteeMixin
 from sklearn_fil.utils._sklearn_compat import (
     Interval,
@@ -202,18 +203,9 @@ class _BaseOutputPerturbed(GuaranteeMixin, BaseEstimator):
         return self._fit_clean(X, y, sample_weight)
 
     def _fit_clean(self, X, y, sample_weight):
-        # A failed fit must leave no fitted state behind, not even that of a
-        # previous successful fit.
-        self._clear_fitted_state()
-        try:
-            return self._fit(X, y, sample_weight)
-        except BaseException:
-            self._clear_fitted_state()
-            raise
-
-    def _clear_fitted_state(self):
-        for attr in [a for a in vars(self) if a.endswith("_") or a in _PRIVATE_STATE]:
-            delattr(self, attr)
+        return fit_or_clear(
+            self, self._fit, X, y, sample_weight, private=_PRIVATE_STATE
+        )
 
     @_fit_context(prefer_skip_nested_validation=True)
     def _fit(self, X, y, sample_weight):

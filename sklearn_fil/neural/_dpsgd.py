@@ -27,6 +27,7 @@ from sklearn_fil.accounting import (
 from sklearn_fil.linear_model._output_perturbation import _noise_rng
 from sklearn_fil.neural._kernels import linear_fil_accumulate
 from sklearn_fil.neural._network import Network, clip_factor
+from sklearn_fil.utils._fitted import fit_or_clear
 from sklearn_fil.utils._guarantee import GuaranteeMixin
 from sklearn_fil.utils._sklearn_compat import Interval, StrOptions, _fit_context
 
@@ -367,18 +368,15 @@ class DPSGDClassifier(GuaranteeMixin, ClassifierMixin, BaseEstimator):
         self : object
             Fitted estimator.
         """
-        # A failed fit leaves no fitted state, not even a previous fit's.
-        self._clear_fitted_state()
-        try:
-            return self._fit(X, y, coefs_init, intercepts_init)
-        except BaseException:
-            self._clear_fitted_state()
-            raise
-
-    def _clear_fitted_state(self):
-        for attr in [a for a in vars(self) if a.endswith("_")]:
-            delattr(self, attr)
-        vars(self).pop("_guarantee_state", None)
+        return fit_or_clear(
+            self,
+            self._fit,
+            X,
+            y,
+            coefs_init,
+            intercepts_init,
+            private=("_guarantee_state",),
+        )
 
     def _compute_namespace(self, X):
         """Namespace of the training computation, from ``backend`` and X."""

@@ -1,0 +1,25 @@
+"""Fits that either succeed or leave no fitted state at all."""
+
+# Authors: The sklearn-fil developers
+# SPDX-License-Identifier: BSD-3-Clause
+
+
+def clear_fitted_state(estimator, private=()):
+    """Delete the fitted attributes (``name_``) and the private ones listed."""
+    for attr in [a for a in vars(estimator) if a.endswith("_") or a in private]:
+        delattr(estimator, attr)
+
+
+def fit_or_clear(estimator, fit, *args, private=()):
+    """Return ``fit(*args)``; if it raises, ``estimator`` keeps no fitted state.
+
+    Not even a previous successful fit's: a half-replaced fit would mix the
+    state of two data sets. ``private`` names fitted attributes that do not
+    end in ``_``.
+    """
+    clear_fitted_state(estimator, private)
+    try:
+        return fit(*args)
+    except BaseException:
+        clear_fitted_state(estimator, private)
+        raise
