@@ -63,6 +63,54 @@ def test_no_noise_no_clipping_is_plain_minibatch_sgd(momentum):
     assert np.isnan(clf.privacy_report_["fil"]).all()
 
 
+def test_given_initialisation_is_where_sgd_starts():
+    X, y = _data()
+    w0, b0 = np.array([0.5, -1.0, 0.25, 2.0]), -0.3
+    clf = DPSGDClassifier(
+        noise_multiplier=0.0,
+        clipping=None,
+        sampling="shuffle",
+        batch_size=30,
+        learning_rate=0.3,
+        max_iter=2,
+        random_state=0,
+    )
+    init = {"coefs_init": [w0[:, None]], "intercepts_init": [np.array([b0])]}
+    clf.fit(X, y, **init)
+    rs = np.random.RandomState(0)
+    w, b = w0.copy(), b0
+    for _ in range(2):
+        for idx in np.array_split(rs.permutation(len(X)), 4):
+            r = expit(X[idx] @ w + b) - y[idx]
+            w, b = w - 0.3 * X[idx].T @ r / idx.size, b - 0.3 * r.mean()
+    assert_allclose(clf.coefs_[0][:, 0], w, rtol=1e-12)
+    assert_allclose(clf.intercepts_[0][0], b, rtol=1e-12)
+    assert init["coefs_init"][0][0, 0] == 0.5  # the input is not modified
+
+    mlp = clf.set_params(hidden_layer_sizes=(3,), max_iter=1, record_steps=1)
+    W1, W2 = np.full((4, 3), 0.1), np.full((3, 1), -0.2)
+    mlp.fit(X, y, coefs_init=[W1, W2], intercepts_init=[np.zeros(3), np.ones(1)])
+    first = mlp.recorded_steps_[0]
+    assert_array_equal(first["coefs"][0], W1)
+    assert_array_equal(first["intercepts"][1], np.ones(1))
+    bad = [
+        ({"coefs_init": [W1, W2]}, "must be given together"),
+        ({"coefs_init": [W1], "intercepts_init": [np.zeros(3)]}, "need 2 layers"),
+        (
+            {"coefs_init": [W1.T, W2], "intercepts_init": [np.zeros(3), np.ones(1)]},
+            r"Layer 0 of the initialisation needs weights of shape \(4, 3\)",
+        ),
+        (
+            {"coefs_init": [W1, W2 * np.nan], "intercepts_init": [np.zeros(3), [0]]},
+            "Layer 1 of the initialisation is not finite",
+        ),
+    ]
+    for kwargs, match in bad:
+        with pytest.raises(ValueError, match=match):
+            mlp.fit(X, y, **kwargs)
+        assert not hasattr(mlp, "coefs_")
+
+
 @pytest.mark.parametrize("clipping", ["gelu", "hard"])
 @pytest.mark.parametrize("accountant", ["rdp", "pld"])
 def test_epsilon_matches_dp_accounting(clipping, accountant):
