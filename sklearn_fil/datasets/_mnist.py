@@ -108,8 +108,8 @@ def load_mnist(
     arrays only. The training part is the standard 60,000 images (the
     pickle's training and validation images), the test part the standard
     10,000. Hannun et al. classify digits 0 against 1, scale the rows into the
-    unit ball and project them on 20 principal components:
-    ``load_mnist(pca=20)``.
+    unit ball and then project them on 20 principal components:
+    ``load_mnist(pca=20, scale="unit_ball_pixels")``.
 
     ================= ==============================================
     Samples (train)   12,665 for digits 0 and 1; 60,000 for all
@@ -129,12 +129,15 @@ def load_mnist(
         Number of principal components to project on, fitted on the training
         images of ``digits`` (centred, as :class:`~sklearn.decomposition.PCA`
         does); None keeps the 784 pixels.
-    scale : {"unit_ball"} or None, default="unit_ball"
+    scale : {"unit_ball", "unit_ball_pixels"} or None, default="unit_ball"
         ``"unit_ball"`` divides every row (after the projection) by the
         largest row norm of the training part, so that ``max_i ||x_i|| = 1``
         over the training rows; test rows use the same factor and may lie
-        slightly outside. None keeps grey levels in [0, 1) (or the raw
-        component scores).
+        slightly outside. ``"unit_ball_pixels"`` divides by the largest norm
+        of the training *images*, before the projection: the order of Hannun
+        et al., whose FIL values it reproduces; projected rows then need not
+        lie in the unit ball. Without ``pca`` the two are the same. None keeps
+        grey levels in [0, 1) (or the raw component scores).
     return_X_y : bool, default=False
         Return ``(data, target)`` instead of a Bunch.
     as_frame : bool, default=False
@@ -197,9 +200,10 @@ def load_mnist(
     Gradient-based learning applied to document recognition. Proceedings of
     the IEEE 86(11), 2278-2324.
 
-    Hannun et al. scale to the unit ball before the (centred) projection;
-    here the scaling comes last, so that the rows handed to a model satisfy
-    the norm bound. The two differ by one constant factor.
+    Hannun et al. scale to the unit ball before the (centred) projection
+    (``scale="unit_ball_pixels"``); the default scales last, so that the rows
+    handed to a model satisfy the norm bound. The two differ by one constant
+    factor, which scales every Fisher information loss.
 
     References
     ----------
@@ -229,7 +233,7 @@ def load_mnist(
     subset = _check_option("subset", subset, ("train", "test", "all"))
     if pca is not None:
         pca = _check_int("pca", pca, 1, _N_PIXELS)
-    scale = _check_option("scale", scale, ("unit_ball", None))
+    scale = _check_option("scale", scale, ("unit_ball", "unit_ball_pixels", None))
     return_X_y = _check_bool("return_X_y", return_X_y)
     as_frame = _check_bool("as_frame", as_frame)
 
@@ -240,6 +244,10 @@ def load_mnist(
     X_test = X_test[keep_test].astype(np.float64)
     y_train, y_test = y_train[keep_train], y_test[keep_test]
 
+    scale_factor = 1.0
+    if scale == "unit_ball_pixels":
+        scale_factor = float(np.linalg.norm(X_train, axis=1).max())
+        X_train, X_test = X_train / scale_factor, X_test / scale_factor
     projection = None
     if pca is not None:
         projection = PCA(n_components=pca, svd_solver="covariance_eigh")
@@ -248,7 +256,6 @@ def load_mnist(
         feature_names = [f"pca{j}" for j in range(pca)]
     else:
         feature_names = [f"pixel{j}" for j in range(_N_PIXELS)]
-    scale_factor = 1.0
     if scale == "unit_ball":
         scale_factor = float(np.linalg.norm(X_train, axis=1).max())
         X_train, X_test = X_train / scale_factor, X_test / scale_factor

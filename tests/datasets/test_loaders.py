@@ -402,6 +402,20 @@ def test_mnist_pca_is_fitted_on_the_training_part(mnist01):
     )
 
 
+@needs_mnist
+def test_mnist_unit_ball_pixels_scales_before_the_projection(mnist01):
+    # Hannun et al.: images into the unit ball, then PCA; the projection is
+    # linear, so this is the pixel-free projection divided by the image radius.
+    paper = load_mnist(pca=20, scale="unit_ball_pixels")
+    raw = load_mnist(pca=20, scale=None)
+    radius = np.linalg.norm(load_mnist(scale=None).data, axis=1).max()
+    assert paper.scale_factor == radius == mnist01.scale_factor
+    assert_allclose(paper.data, raw.data / radius, atol=1e-12)
+    assert np.linalg.norm(paper.data, axis=1).max() < 1.0  # not rescaled after
+    pixels = load_mnist(scale="unit_ball_pixels")
+    assert_array_equal(pixels.data, mnist01.data)  # without PCA: the default
+
+
 # -- IWPC ---------------------------------------------------------------------
 
 
