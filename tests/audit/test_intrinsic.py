@@ -7,8 +7,8 @@ import math
 import joblib
 import numpy as np
 import pytest
-from sklearn.datasets import make_classification
-from sklearn.linear_model import LinearRegression, SGDClassifier
+from sklearn.datasets import make_classification, make_regression
+from sklearn.linear_model import LinearRegression, SGDClassifier, SGDRegressor
 from sklearn.neural_network import MLPClassifier
 from sklearn.preprocessing import normalize
 from sklearn.tree import DecisionTreeClassifier
@@ -314,3 +314,14 @@ def test_bad_data(data):
         IntrinsicPrivacyAudit(_sgd()).fit(X, y, X_holdout=X[:, :2], y_holdout=y)
     with pytest.raises(ValueError, match="NaN"):
         IntrinsicPrivacyAudit(_sgd()).fit(np.full_like(X, np.nan), y)
+
+
+def test_sgd_regressor_and_its_squared_loss_membership():
+    X, y = make_regression(n_samples=200, n_features=4, noise=1.0, random_state=0)
+    X, y = normalize(X), y / np.abs(y).max()
+    sgd = SGDRegressor(learning_rate="constant", eta0=0.05, max_iter=3, tol=None)
+    audit = IntrinsicPrivacyAudit(sgd, n_seeds=3, n_neighbours=2, random_state=0)
+    audit.fit(X[:150], y[:150], X_holdout=X[150:], y_holdout=y[150:])
+    assert audit.weights_.shape == (3, 3, 4 + 1)  # coef_ (4,), intercept_ (1,)
+    assert "SGDRegressor" in audit.sensitivity_bound_reason_
+    assert np.isfinite(audit.membership_[["accuracy_same", "epsilon_same"]]).all(None)
