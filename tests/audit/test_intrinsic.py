@@ -324,4 +324,6 @@ def test_sgd_regressor_and_its_squared_loss_membership():
     audit.fit(X[:150], y[:150], X_holdout=X[150:], y_holdout=y[150:])
     assert audit.weights_.shape == (3, 3, 4 + 1)  # coef_ (4,), intercept_ (1,)
     assert "SGDRegressor" in audit.sensitivity_bound_reason_
-    assert np.isfinite(audit.membership_[["accuracy_same", "epsilon_same"]]).all(None)
+    assert np.isfinite(
+        audit.membership_[["accuracy_same", "epsilon_same"]].to_numpy()
+    ).all()
