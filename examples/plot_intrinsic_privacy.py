@@ -39,6 +39,7 @@ import os
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
+from sklearn.base import clone
 from sklearn.preprocessing import normalize
 
 from sklearn_fil import DPSGDClassifier
@@ -182,18 +183,7 @@ fig.tight_layout()
 # epsilon 0.1055 with the seed, 0.1051 without, p = 0.03); expect advantages
 # near zero here too, and no theoretical bound.
 test = load_adult(subset="test")
-mlp = DPSGDClassifier(
-    hidden_layer_sizes=(8,),
-    activation="relu",
-    noise_multiplier=0.0,
-    clipping=None,
-    sampling="shuffle",
-    batch_size=32,
-    learning_rate=0.5,
-    max_iter=20,
-    per_instance_accounting=False,
-    fil_accounting=False,
-)
+mlp = clone(sgd).set_params(hidden_layer_sizes=(8,), activation="relu", max_iter=20)
 network_audit = IntrinsicPrivacyAudit(
     mlp, n_seeds=n_mlp_seeds, n_neighbours=n_mlp_neighbours, n_jobs=2, random_state=0
 ).fit(
