@@ -5,7 +5,15 @@
 
 from importlib.metadata import PackageNotFoundError, version
 
-from sklearn_fil import accounting, audit, datasets, exceptions, fisher, plotting
+from sklearn_fil import (
+    accounting,
+    attacks,
+    audit,
+    datasets,
+    exceptions,
+    fisher,
+    plotting,
+)
 from sklearn_fil.linear_model import (
     IRFILClassifier,
     IRFILRegressor,
@@ -27,6 +35,7 @@ __all__ = [
     "OutputPerturbedLogisticRegression",
     "__version__",
     "accounting",
+    "attacks",
     "audit",
     "datasets",
     "exceptions",
