@@ -9,6 +9,7 @@ the seed changes with how far they move when one training example changes.
 # Authors: The sklearn-fil developers
 # SPDX-License-Identifier: BSD-3-Clause
 
+import copy
 import math
 import sys
 from numbers import Integral, Real
@@ -96,9 +97,10 @@ def _fit_one(estimator, X, y, replaced, seed, init, hook, names, attack):
     if replaced is not None:
         rows[replaced - 1] = 0
     model = clone(estimator).set_params(random_state=int(seed))
-    model.fit(
-        X[rows], y[rows], **({} if init is None else dict(zip(hook, init, strict=True)))
-    )
+    # A copy: scikit-learn's SGD trains in the coef_init it is given, and the
+    # tasks of one seed share their initialisation.
+    init = {} if init is None else dict(zip(hook, copy.deepcopy(init), strict=True))
+    model.fit(X[rows], y[rows], **init)
     losses = None
     if attack is not None:
         kind, calibration, members, X_out, y_out = attack
@@ -425,18 +427,23 @@ class IntrinsicPrivacyAudit(MetaEstimatorMixin, BaseEstimator):
         if holdout is not None:
             attack = self._attack_rows(probe, X, neighbours, holdout, rng)
 
-        def init(seed, varying):
+        def inits(varying):
+            """One initialisation per seed, drawn once and shared by its tasks."""
             if hook is None:
-                return None
-            return _glorot(probe, names, int(seed) if varying else fixed_seed)
+                return [None] * self.n_seeds
+            if not varying:
+                return [_glorot(probe, names, fixed_seed)] * self.n_seeds
+            return [_glorot(probe, names, int(s)) for s in seeds]
 
+        grid_inits = inits(self.vary_init)
         tasks = [
-            (None if a == 0 else neighbours[a - 1], s, init(s, self.vary_init))
+            (None if a == 0 else neighbours[a - 1], s, w0)
             for a in range(self.n_neighbours + 1)
-            for s in seeds
+            for s, w0 in zip(seeds, grid_inits, strict=True)
         ]
         if hook is not None:  # the other initialisation, on the base data set
-            tasks += [(None, s, init(s, not self.vary_init)) for s in seeds]
+            other_inits = inits(not self.vary_init)
+            tasks += [(None, s, w0) for s, w0 in zip(seeds, other_inits, strict=True)]
         results = Parallel(n_jobs=self.n_jobs, return_as="generator")(
             delayed(_fit_one)(self.estimator, X, y, rep, s, w0, hook, names, attack)
             for rep, s, w0 in tasks
