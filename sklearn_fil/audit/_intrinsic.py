@@ -145,7 +145,7 @@ def _intrinsic_epsilon(sensitivity, variability, c):
     return np.where(sensitivity == 0, 0.0, eps)
 
 
-def _implied_epsilon(accuracy):
+def _accuracy_epsilon(accuracy):
     """Epsilon of a pure-DP mechanism whose best attack has this accuracy.
 
     Balanced accuracy is at most ``e^eps / (1 + e^eps)``, so ``eps >=
@@ -641,8 +641,8 @@ class IntrinsicPrivacyAudit(MetaEstimatorMixin, BaseEstimator):
             rows,
             columns=["seed", "replaced_row", "accuracy_same", "accuracy_different"],
         )
-        table["epsilon_same"] = _implied_epsilon(table["accuracy_same"].to_numpy())
-        table["epsilon_different"] = _implied_epsilon(
+        table["epsilon_same"] = _accuracy_epsilon(table["accuracy_same"].to_numpy())
+        table["epsilon_different"] = _accuracy_epsilon(
             table["accuracy_different"].to_numpy()
         )
         self.membership_ = table
