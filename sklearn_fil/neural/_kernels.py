@@ -15,6 +15,8 @@ classes`` arrays instead).
 import numba
 import numpy as np
 
+_TINY = np.finfo(np.float64).tiny
+
 
 @numba.njit(cache=True, nogil=True, inline="always")
 def _row_setup(i, X, W, P, D, norms, c, dc, S, S2, v):
@@ -42,13 +44,12 @@ def _row_setup(i, X, W, P, D, norms, c, dc, S, S2, v):
     A = 1.0
     for t in range(X.shape[1]):
         A += X[i, t] * X[i, t]
-    ci = c[i]
-    cross = 2.0 * ci * dc[i] / max(norms[i], np.finfo(np.float64).tiny) + dc[i] ** 2
-    return d_sq, A, ci * ci, cross
+    radial = c[i] + dc[i] * norms[i]
+    return d_sq, A, c[i] * c[i], radial * radial, 1.0 / max(norms[i], _TINY)
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
-def _column_value(i, j, X, W, S2, v, d_sq, A, c2, cross):
+def _column_value(i, j, X, W, S2, v, d_sq, A, c2, r2, inv_norm):
     """``||J_i e_j||^2`` from the per-example scalars."""
     K = W.shape[1]
     if K == 1:  # binary: scalars, no loops in the innermost position
@@ -65,8 +66,10 @@ def _column_value(i, j, X, W, S2, v, d_sq, A, c2, cross):
                 row += S2[k, q] * W[j, q]
             dq += W[j, k] * row
     x = X[i, j]
-    gdg = x * d_sq + A * dd
-    return c2 * (d_sq + 2.0 * x * dd + A * dq) + gdg * gdg * cross
+    u = (x * d_sq + A * dd) * inv_norm
+    u_sq = u * u
+    # As clipped_tangent_sq_norm in _network: two non-negative terms.
+    return c2 * max(d_sq + 2.0 * x * dd + A * dq - u_sq, 0.0) + r2 * u_sq
 
 
 @numba.njit(cache=True, nogil=True, parallel=True)
@@ -99,15 +102,19 @@ def linear_jacobian_sq_norms(X, coords, W, P, D, norms, c, dc, out):
         ||dg||^2 = ||delta||^2 + 2 x_ij (S delta) . W_j + A (W_j^T S^2 W_j)
         g . dg   = x_ij ||delta||^2 + A (S delta) . W_j
 
-    and the clipped gradient ``c g`` has ``||d(c g)||^2 = c^2 ||dg||^2 + (g .
-    dg)^2 (2 c c' / ||g|| + c'^2)``.
+    and with ``u = g . dg / ||g||`` the clipped gradient ``c g`` has
+    ``||d(c g)||^2 = c^2 (||dg||^2 - u^2) + (c + c' ||g||)^2 u^2``, the first
+    difference clamped at zero (see
+    :func:`sklearn_fil.neural._network.clipped_tangent_sq_norm`).
     """
     K = W.shape[1]
     for i in numba.prange(X.shape[0]):
         S, S2, v = np.empty((K, K)), np.empty((K, K)), np.empty(K)
-        d_sq, A, c2, cross = _row_setup(i, X, W, P, D, norms, c, dc, S, S2, v)
+        d_sq, A, c2, r2, inv_norm = _row_setup(i, X, W, P, D, norms, c, dc, S, S2, v)
         for jj in range(coords.shape[0]):
-            out[i, jj] = _column_value(i, coords[jj], X, W, S2, v, d_sq, A, c2, cross)
+            out[i, jj] = _column_value(
+                i, coords[jj], X, W, S2, v, d_sq, A, c2, r2, inv_norm
+            )
 
 
 @numba.njit(cache=True, nogil=True, parallel=True)
@@ -125,12 +132,12 @@ def linear_fil_accumulate(
     per_attribute = attr.shape[0] > 0
     for i in numba.prange(X.shape[0]):
         S, S2, v = np.empty((K, K)), np.empty((K, K)), np.empty(K)
-        d_sq, A, c2, cross = _row_setup(i, X, W, P, D, norms, c, dc, S, S2, v)
+        d_sq, A, c2, r2, inv_norm = _row_setup(i, X, W, P, D, norms, c, dc, S, S2, v)
         r = rows[i]
         total = 0.0
         for jj in range(coords.shape[0]):
             j = coords[jj]
-            value = _column_value(i, j, X, W, S2, v, d_sq, A, c2, cross)
+            value = _column_value(i, j, X, W, S2, v, d_sq, A, c2, r2, inv_norm)
             total += value
             if per_attribute:
                 attr[r, j] += scale * value

@@ -34,6 +34,7 @@ from sklearn_fil import _backend
 from sklearn_fil.neural._kernels import linear_jacobian_sq_norms
 
 _SQRT_2PI = math.sqrt(2.0 * math.pi)
+_TINY = float(np.finfo(np.float64).tiny)
 # Entries (batch x coordinates x width) of one chunk of Jacobian-vector products.
 _TANGENT_ENTRIES = 2**22
 
@@ -72,6 +73,44 @@ def clip_factor(norm, max_grad_norm, clipping, xp=None):
     u = norm / C - 1.0
     denom = gelu(u, xp) + 1.0
     return 1.0 / denom, -gelu_prime(u, xp) / (C * denom**2)
+
+
+def clipped_tangent_sq_norm(gg, g_dg, norms, c, dc, xp):
+    """``||d(c g)||^2`` along one tangent, from ``||dg||^2`` and ``g . dg``.
+
+    With ``u = g . dg / ||g||`` the tangent splits into ``dg_perp``, orthogonal
+    to ``g``, and ``u g / ||g||``; the clip factor moves only with the
+    radial part, so::
+
+        d(c g) = c dg_perp + (c + c' ||g||) u g / ||g||
+        ||d(c g)||^2 = c^2 (||dg||^2 - u^2) + (c + c' ||g||)^2 u^2
+
+    Both terms are non-negative, unlike the expanded ``c^2 ||dg||^2 + (g .
+    dg)^2 (2 c c' / ||g|| + c'^2)``, which for a hard-clipped gradient
+    (``c + c' ||g|| = 0``: its norm stays ``C``) cancels ``c^2 u^2`` against
+    itself and can come out negative. ``||dg||^2 >= u^2`` (Cauchy-Schwarz);
+    the computed difference can fall below zero only by the rounding of its
+    two terms, a few units in the last place of ``||dg||^2``, and is clamped
+    at zero.
+
+    Parameters
+    ----------
+    gg, g_dg : ndarray
+        ``||dg||^2`` and ``g . dg``, broadcastable with the others.
+    norms, c, dc : ndarray
+        Gradient norms ``||g||``, clip factors and their derivatives
+        ``dc / d||g||`` (see :func:`clip_factor`).
+    xp : namespace
+        Array namespace of the inputs.
+
+    Returns
+    -------
+    sq : ndarray
+    """
+    u = g_dg / xp.maximum(norms, _TINY)
+    u_sq = u * u
+    radial = c + dc * norms
+    return c * c * xp.maximum(gg - u_sq, 0.0) + radial * radial * u_sq
 
 
 def _expit(z, xp):
@@ -222,9 +261,9 @@ class Network:
             if layer > 0:
                 slope = self._slope(acts, layer)[:, None, :]
                 dd = (dd @ self.coefs[layer].T) * slope
-        n = xp.maximum(norms, np.finfo(np.float64).tiny)[:, None]
-        cc, dcc = c[:, None], dc[:, None]
-        sq = cc * cc * gg + g_dg * g_dg * (2.0 * cc * dcc / n + dcc * dcc)
+        sq = clipped_tangent_sq_norm(
+            gg, g_dg, norms[:, None], c[:, None], dc[:, None], xp
+        )
         if K == 1:
             return sq[:, 0]
         return xp.sum(sq[:, :K], axis=1) - sq[:, K] / K
@@ -321,6 +360,6 @@ class Network:
             g_dg_l = a_da * d_sq + a_sq * d_dd + d_dd
             gg = gg_l if gg is None else gg + gg_l
             g_dg = g_dg_l if g_dg is None else g_dg + g_dg_l
-        n = xp.maximum(norms, xp.finfo(norms.dtype).smallest_normal)[:, None]
-        cc, dcc = c[:, None], dc[:, None]
-        return cc * cc * gg + g_dg * g_dg * (2.0 * cc * dcc / n + dcc * dcc)
+        return clipped_tangent_sq_norm(
+            gg, g_dg, norms[:, None], c[:, None], dc[:, None], xp
+        )

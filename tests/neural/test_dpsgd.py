@@ -397,6 +397,40 @@ def test_private_label_adds_the_label_fisher_information(hidden):
     assert_allclose(report["dfil"] ** 2, total / 4, rtol=1e-6)  # k = 3 + 1
 
 
+@pytest.mark.parametrize("clipping", ["hard", "gelu"])
+def test_label_fisher_information_of_clipped_rows_is_finite_and_exact(clipping):
+    # Badly scaled rows: most gradients clipped, GELU deep in saturation. The
+    # label column used to come out NaN there (a negative square before sqrt).
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((60, 4)) * np.array([1e-2, 1.0, 1e2, 1e3])
+    y = (X[:, 1] + rng.standard_normal(60) > 0).astype(int)
+    sigma, C = 1.5, 0.5
+    clf = DPSGDClassifier(
+        noise_multiplier=sigma,
+        max_grad_norm=C,
+        clipping=clipping,
+        batch_size=20,
+        sampling="shuffle",
+        learning_rate=1e-300,  # the weights stay where they start
+        max_iter=1,
+        private_label=True,
+        random_state=0,
+    ).fit(X, pd.Series(y, name="t"))
+    report = clf.privacy_report_
+    assert not report.isna().any().any()
+    net = Network(clf.coefs_, clf.intercepts_, "tanh")
+    h = 1e-8
+    label = np.empty(len(X))
+    for i in range(len(X)):
+        up = _clipped_gradient(net, X[i], np.array([y[i] + h]), C, clipping)
+        down = _clipped_gradient(net, X[i], np.array([y[i] - h]), C, clipping)
+        label[i] = ((up - down) / (2 * h)) @ ((up - down) / (2 * h))
+    assert np.sum(np.linalg.norm(X, axis=1) > 10 * C) >= 40  # mostly clipped
+    assert_allclose(
+        report["fil[t]"] ** 2, label / (sigma * C) ** 2, rtol=1e-5, atol=1e-12
+    )
+
+
 def test_recorded_steps_hold_the_released_update_and_change_nothing():
     X, y = _data(n=90, d=4)
     params = dict(

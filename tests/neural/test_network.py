@@ -8,7 +8,12 @@ import numpy as np
 import pytest
 from numpy.testing import assert_allclose
 
-from sklearn_fil.neural._network import Network, clip_factor, gelu
+from sklearn_fil.neural._network import (
+    Network,
+    clip_factor,
+    clipped_tangent_sq_norm,
+    gelu,
+)
 
 ARCHITECTURES = {
     "logistic-binary": ((), 1),
@@ -208,3 +213,55 @@ def test_label_jacobian_matches_finite_differences(name, clipping):
             col = (clipped(X[i], Y[i] + h * u) - clipped(X[i], Y[i] - h * u)) / (2 * h)
             trace += col @ col
         assert_allclose(fast[i], trace, rtol=1e-6, atol=1e-12)
+
+
+@pytest.mark.parametrize("clipping", ["gelu", "hard", None])
+def test_clipped_tangent_norm_equals_the_materialised_tangent(clipping):
+    # d(c g) = c dg + c' (g . dg / ||g||) g, formed as a vector, for tangents in
+    # general position and for tangents along g (all of the hard-clipped
+    # gradient's change then cancels: its norm stays at C).
+    rng = np.random.default_rng(3)
+    C = 0.5
+    for scale in [1e-3, 1.0, 1e3]:
+        g = scale * rng.standard_normal(7)
+        for dg in [rng.standard_normal(7), -2.5 * g, g + 1e-9 * rng.standard_normal(7)]:
+            nu = np.linalg.norm(g)
+            c, dc = clip_factor(np.array([nu]), C, clipping)
+            want = c[0] * dg + dc[0] * (g @ dg / nu) * g
+            got = clipped_tangent_sq_norm(dg @ dg, g @ dg, nu, c[0], dc[0], np)
+            assert got >= 0.0
+            # Rounding of ||dg||^2 - u^2, relative to the unclipped c^2 ||dg||^2.
+            assert abs(got - want @ want) <= 1e-12 * c[0] ** 2 * (dg @ dg)
+
+
+@pytest.mark.parametrize("clipping", ["gelu", "hard"])
+def test_label_jacobian_of_clipped_badly_scaled_rows_matches_finite_differences(
+    clipping,
+):
+    # Badly scaled rows have huge gradients, clipped (GELU: deep in
+    # saturation). The expanded closed form cancelled c^2 u^2 against itself
+    # there and came out negative: NaN after the square root in DPSGDClassifier.
+    net = _network((), 1, d=4)
+    rng = np.random.default_rng(5)
+    X = rng.standard_normal((40, 4)) * np.array([1e-2, 1.0, 1e2, 1e3])
+    Y = rng.integers(0, 2, 40)[:, None].astype(float)
+    C = 0.7
+    acts, logits = net.forward(X)
+    deltas = net.backward(acts, logits, Y)
+    norms = net.grad_norms(acts, deltas)
+    assert np.sum(norms > 10 * C) >= 15  # the others are fitted: g ~ 0
+    c, dc = clip_factor(norms, C, clipping)
+    fast = net.label_sq_norm(acts, deltas, norms, c, dc)
+    assert np.all(fast >= 0.0)
+
+    def clipped(x, y):
+        g = _flat_grad(net, x, y)
+        return clip_factor(np.linalg.norm(g)[None], C, clipping)[0][0] * g
+
+    # A small step: near g = 0 the GELU factor curves on the scale of
+    # h ||x_i||, which reaches 1e-3 here with h = 1e-6.
+    h = 1e-8
+    for i in range(X.shape[0]):
+        col = (clipped(X[i], Y[i] + h) - clipped(X[i], Y[i] - h)) / (2 * h)
+        # Unclipped, this coordinate's squared norm is ||x_i||^2 + 1.
+        assert_allclose(fast[i], col @ col, rtol=1e-5, atol=1e-8 * C**2)
