@@ -3,7 +3,7 @@
 # Authors: The sklearn-fil developers
 # SPDX-License-Identifier: BSD-3-Clause
 
-__all__ = ["PrivacyLeakWarning"]
+__all__ = ["CalibrationRangeWarning", "PrivacyLeakWarning"]
 
 
 class PrivacyLeakWarning(RuntimeWarning):
@@ -16,4 +16,16 @@ class PrivacyLeakWarning(RuntimeWarning):
     unbounded), or with an unpenalised intercept (the objective is then not
     strongly convex in it). The attribute then returns ``None``: no number is
     reported as a guarantee unless it is one.
+    """
+
+
+class CalibrationRangeWarning(UserWarning):
+    """A number was computed outside the range where its formula holds.
+
+    Issued by :class:`~sklearn_fil.audit.IntrinsicPrivacyAudit` when an
+    intrinsic epsilon exceeds 1: the classical calibration of the Gaussian
+    mechanism, ``epsilon = sqrt(2 log(1.25 / delta)) * sensitivity / std``,
+    holds only for epsilon < 1, so larger values are ratios of sensitivity to
+    variability on a familiar scale, not (epsilon, delta) pairs. The rows
+    concerned also carry a ``caveat`` in ``audit_report_``.
     """

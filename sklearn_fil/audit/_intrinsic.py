@@ -12,6 +12,7 @@ the seed changes with how far they move when one training example changes.
 import copy
 import math
 import sys
+import warnings
 from numbers import Integral, Real
 from typing import ClassVar
 
@@ -33,6 +34,7 @@ from sklearn.utils.validation import (
 from sklearn_fil.attacks._membership import _loss_kind, _per_example_loss
 from sklearn_fil.audit import _diagnostics
 from sklearn_fil.audit._sensitivity import sgd_sensitivity_bound
+from sklearn_fil.exceptions import CalibrationRangeWarning
 from sklearn_fil.utils._fitted import fit_or_clear
 from sklearn_fil.utils._sklearn_compat import Interval, _fit_context
 
@@ -132,6 +134,9 @@ def _progress(results, total, verbose):
         yield result
 
 
+_ABOVE_ONE = "above 1: classical Gaussian calibration invalid"
+
+
 def _intrinsic_epsilon(sensitivity, variability, c):
     """``c * sensitivity / variability`` (Hyland & Tople, eq. 5), elementwise.
 
@@ -222,7 +227,11 @@ class IntrinsicPrivacyAudit(MetaEstimatorMixin, BaseEstimator):
         ``sensitivity_bound``, ``sensitivity``, ``variability``,
         ``intrinsic_epsilon``, ``empirical_intrinsic_epsilon``; columns
         ``value`` and, for the variability and the epsilons, the range over
-        weights ``per_weight_min``, ``per_weight_max``.
+        weights ``per_weight_min``, ``per_weight_max``; ``caveat`` says
+        ``"above 1: classical Gaussian calibration invalid"`` on the epsilon
+        rows where a value exceeds 1 (fitting then also warns with a
+        :class:`~sklearn_fil.exceptions.CalibrationRangeWarning`), and is
+        empty elsewhere.
     sensitivity_ : float
         Empirical sensitivity: the largest distance between the weights of
         two models of one seed on the base and a neighbouring data set.
@@ -544,6 +553,24 @@ class IntrinsicPrivacyAudit(MetaEstimatorMixin, BaseEstimator):
             ),
             columns=["value", "per_weight_min", "per_weight_max"],
         )
+        self.audit_report_["caveat"] = ""
+        above = [
+            name
+            for name in ("intrinsic_epsilon", "empirical_intrinsic_epsilon")
+            if (self.audit_report_.loc[name, "value":"per_weight_max"] > 1).any()
+        ]
+        if above:
+            self.audit_report_.loc[above, "caveat"] = _ABOVE_ONE
+            message = (
+                f"{' and '.join(above)} exceed 1 ({_ABOVE_ONE}): "
+                "sqrt(2 log(1.25/delta)) * sensitivity / variability calibrates "
+                "a Gaussian mechanism only for epsilon < 1, so above 1 these "
+                "are ratios of sensitivity to variability, not (epsilon, delta) "
+                "pairs."
+            )
+            if self.verbose:
+                sys.stderr.write(f"IntrinsicPrivacyAudit: {message}\n")
+            warnings.warn(message, CalibrationRangeWarning, stacklevel=3)
 
         seed_kinds = {self.vary_init: pdist(W[0])}
         if other is not None:

@@ -3,6 +3,7 @@
 """IntrinsicPrivacyAudit against models re-fitted by hand and known answers."""
 
 import math
+import warnings
 
 import joblib
 import numpy as np
@@ -16,6 +17,7 @@ from sklearn.tree import DecisionTreeClassifier
 from sklearn_fil import DPSGDClassifier
 from sklearn_fil.audit import IntrinsicPrivacyAudit
 from sklearn_fil.audit._intrinsic import _glorot
+from sklearn_fil.exceptions import CalibrationRangeWarning
 
 
 @pytest.fixture(scope="module")
@@ -83,7 +85,8 @@ def test_estimates_follow_the_paper_formulas(data, sgd_audit):
     data_distances = [
         np.linalg.norm(W[a, s] - W[0, s]) for a in range(1, 5) for s in range(8)
     ]
-    assert audit.sensitivity_ == max(data_distances)
+    # One norm per pair, as the audit's batched norm: equal to rounding.
+    assert audit.sensitivity_ == pytest.approx(max(data_distances), rel=1e-14)
     stds = [np.std(W[a, :, j], ddof=1) for a in range(5) for j in range(W.shape[2])]
     assert audit.variability_ == pytest.approx(min(stds), rel=1e-12)
     delta = 1 / X.shape[0] ** 2
@@ -108,6 +111,43 @@ def test_estimates_follow_the_paper_formulas(data, sgd_audit):
     assert last["sensitivity"] == audit.sensitivity_
     assert last["variability"] == pytest.approx(audit.variability_)
     assert audit.n_models_ == 8 * 5 + 8
+
+
+def test_epsilons_above_one_carry_the_calibration_caveat(data, capsys):
+    # The classical calibration holds only for epsilon < 1: above it the
+    # output itself says so, in the report, as a warning and in verbose mode.
+    X, y = data
+    audit = IntrinsicPrivacyAudit(
+        _sgd(), n_seeds=4, n_neighbours=2, random_state=0, verbose=1
+    )
+    with pytest.warns(CalibrationRangeWarning, match="not \\(epsilon, delta\\)"):
+        audit.fit(X, y)
+    report = audit.audit_report_
+    assert report.loc["intrinsic_epsilon", "value"] > 1  # 2kL eta/B is large
+    for row in ["intrinsic_epsilon", "empirical_intrinsic_epsilon"]:
+        above = report.loc[row, "value":"per_weight_max"].max() > 1
+        assert ("calibration invalid" in report.loc[row, "caveat"]) == above
+    assert (report.loc[["delta", "sensitivity", "variability"], "caveat"] == "").all()
+    assert "not (epsilon, delta) pairs" in capsys.readouterr().err
+
+
+def test_epsilons_below_one_carry_no_caveat(data):
+    # Small steps for one epoch from spread initialisations, hinge loss (no
+    # sensitivity bound): the seed moves the weights more than one example.
+    X, y = data
+    audit = IntrinsicPrivacyAudit(
+        _sgd(loss="hinge", eta0=0.01, max_iter=1),
+        n_seeds=6,
+        n_neighbours=2,
+        delta=0.1,
+        random_state=0,
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", CalibrationRangeWarning)
+        audit.fit(X, y)
+    report = audit.audit_report_
+    assert report.loc["empirical_intrinsic_epsilon", "per_weight_max"] < 1
+    assert (report["caveat"] == "").all()
 
 
 @pytest.mark.parametrize(
