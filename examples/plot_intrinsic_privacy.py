@@ -108,8 +108,12 @@ table = pd.DataFrame(
         "paper (Adult)": pd.Series(paper),
         "ours": [
             f"{v:.3g}" + (f" (range {lo:.3g}-{hi:.3g})" if np.isfinite(lo) else "")
-            for v, lo, hi in ours.to_numpy()
+            for v, lo, hi in ours[
+                ["value", "per_weight_min", "per_weight_max"]
+            ].to_numpy()
         ],
+        # Above 1 the classical calibration does not hold: ratios, not epsilons.
+        "caveat": ours["caveat"],
     },
     index=ours.index,
 )

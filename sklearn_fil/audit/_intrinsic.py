@@ -562,7 +562,8 @@ class IntrinsicPrivacyAudit(MetaEstimatorMixin, BaseEstimator):
         if above:
             self.audit_report_.loc[above, "caveat"] = _ABOVE_ONE
             message = (
-                f"{' and '.join(above)} exceed 1 ({_ABOVE_ONE}): "
+                f"{' and '.join(above)} {'exceeds' if len(above) == 1 else 'exceed'}"
+                f" 1 ({_ABOVE_ONE}): "
                 "sqrt(2 log(1.25/delta)) * sensitivity / variability calibrates "
                 "a Gaussian mechanism only for epsilon < 1, so above 1 these "
                 "are ratios of sensitivity to variability, not (epsilon, delta) "
@@ -570,7 +571,8 @@ class IntrinsicPrivacyAudit(MetaEstimatorMixin, BaseEstimator):
             )
             if self.verbose:
                 sys.stderr.write(f"IntrinsicPrivacyAudit: {message}\n")
-            warnings.warn(message, CalibrationRangeWarning, stacklevel=3)
+            # _estimate < _fit < fit_or_clear < fit < _fit_context < the caller.
+            warnings.warn(message, CalibrationRangeWarning, stacklevel=6)
 
         seed_kinds = {self.vary_init: pdist(W[0])}
         if other is not None:
