@@ -6,7 +6,6 @@
 import argparse
 import math
 import sys
-import warnings
 from pathlib import Path
 
 import numpy as np
@@ -18,7 +17,6 @@ from sklearn_fil import (
     OutputPerturbedLogisticRegression,
     __version__,
 )
-from sklearn_fil.exceptions import PrivacyLeakWarning
 
 PROG = "sklearn-fil"
 
@@ -494,15 +492,11 @@ def _table(header, rows, align):
 
 def _guarantee(estimator, model, data_norm):
     """``(epsilon, delta, None)`` when a DP guarantee holds, else the reason."""
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always", PrivacyLeakWarning)
-        epsilon = estimator.epsilon_
-        delta = estimator.delta_
-    if epsilon is not None:
-        return epsilon, delta, None
-    reasons = [str(w.message) for w in caught if w.category is PrivacyLeakWarning]
-    reason = reasons[0] if reasons else "the estimator reports none"
-    reason = reason.split(": ", 1)[-1].split(", so ")[0].rstrip(".")
+    guarantee = estimator.guarantee_
+    if guarantee.holds:
+        return guarantee.epsilon, guarantee.delta, None
+    reason = guarantee.reason.removeprefix("No differential-privacy guarantee: ")
+    reason = reason.split(", so ")[0].rstrip(".")
     if model == "logistic" and data_norm is None:
         reason += "; pass --data-norm to clip the rows and get one"
     return None, None, reason

@@ -17,6 +17,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from sklearn_fil._report import make_privacy_report
 from sklearn_fil.accounting import (
+    Guarantee,
     gaussian_epsilon,
     gaussian_rdp,
     mse_bound_rdp,
@@ -57,11 +58,12 @@ _NO_DP_LINEAR_MSG = (
 # Private fitted state, cleared with the public attributes at each fit.
 # ``_weighted``: whether the fit used non-uniform example weights (part of the
 # training recipe that attacks re-run, so release() keeps it).
-_PRIVATE_STATE = ("_guarantee_state", "_weighted")
+_PRIVATE_STATE = ("_weighted",)
+_MECHANISM = "Gaussian output perturbation of the minimiser"
 
 
 def _no_guarantee(reason):
-    return {"epsilon": None, "delta": None, "rdp2": None, "reason": reason}
+    return Guarantee.none(reason, mechanism=_MECHANISM)
 
 
 def _noise_rng(random_state):
@@ -263,7 +265,7 @@ class _BaseOutputPerturbed(GuaranteeMixin, BaseEstimator):
         self.dataset_fil_ = result.dataset_fil
         if classes is not None:
             self.classes_ = classes
-        self._guarantee_state = guarantee
+        self.guarantee_ = guarantee
         # Constant weights give the unweighted minimiser (the penalty scales
         # with their sum); only non-uniform ones change the recipe.
         self._weighted = bool(np.ptp(omega) > 0)
@@ -320,7 +322,11 @@ class _BaseOutputPerturbed(GuaranteeMixin, BaseEstimator):
     @property
     def rdp_epsilon_(self):
         """ε of the (2, ε)-Rényi-DP guarantee, or None (with a warning)."""
-        return self._guaranteed("rdp2")
+        eps = self._guaranteed("epsilon")  # warns when there is no guarantee
+        if eps is None:
+            return None
+        g = self.guarantee_
+        return gaussian_rdp(2, sigma=g.noise_std, sensitivity=g.sensitivity)
 
     def mse_bound_rdp(self, diameter):
         """Guo et al. Theorem 1 MSE bound from the (2, ε)-RDP guarantee.
@@ -369,7 +375,7 @@ class _BaseOutputPerturbed(GuaranteeMixin, BaseEstimator):
         for name in public:
             if name in vars(self):
                 setattr(released, name, copy.deepcopy(getattr(self, name)))
-        released._guarantee_state = dict(self._guarantee_state)
+        released.guarantee_ = self.guarantee_
         # metadata about the training recipe, not data: attacks need it
         released._weighted = self._weighted
         return released
@@ -696,15 +702,19 @@ class OutputPerturbedLogisticRegression(ClassifierMixin, _BaseOutputPerturbed):
             n_samples=n, lam=self.lam, row_norm=row_norm
         ) * (float(omega.max()) * n / n_eff)
         delta = 1.0 / X.shape[0] if self.delta is None else self.delta
-        return {
-            "epsilon": gaussian_epsilon(
+        return Guarantee(
+            epsilon=gaussian_epsilon(
                 sigma=self.sigma, sensitivity=sensitivity, delta=delta
             ),
-            "delta": delta,
-            "rdp2": gaussian_rdp(2, sigma=self.sigma, sensitivity=sensitivity),
-            "sensitivity": sensitivity,
-            "reason": None,
-        }
+            delta=delta,
+            neighboring_relation="replace_one",
+            public=("n_samples", "sample_weight"),
+            mechanism=_MECHANISM,
+            accountant="exact Gaussian mechanism (dp-accounting)",
+            sensitivity=float(sensitivity),
+            noise_std=float(self.sigma),
+            weights_public=True,
+        )
 
     def decision_function(self, X):
         """Margin of the released model.

@@ -19,6 +19,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from sklearn_fil import _backend
 from sklearn_fil.accounting import (
+    Guarantee,
     PerInstanceAccountant,
     dpsgd_epsilon,
     fil_subsampling_factor,
@@ -30,6 +31,8 @@ from sklearn_fil.neural._network import Network, clip_factor
 from sklearn_fil.utils._fitted import fit_or_clear
 from sklearn_fil.utils._guarantee import GuaranteeMixin
 from sklearn_fil.utils._sklearn_compat import Interval, StrOptions, _fit_context
+
+_MECHANISM = "DP-SGD: clipped per-example gradients, Gaussian noise on their sum"
 
 
 def _per_instance_orders():
@@ -375,7 +378,7 @@ class DPSGDClassifier(GuaranteeMixin, ClassifierMixin, BaseEstimator):
             y,
             coefs_init,
             intercepts_init,
-            private=("_guarantee_state",),
+            private=(),
         )
 
     def _compute_namespace(self, X):
@@ -461,7 +464,7 @@ class DPSGDClassifier(GuaranteeMixin, ClassifierMixin, BaseEstimator):
             report,
             index=pd.RangeIndex(n, name="sample") if index is None else index,
         )
-        self._guarantee_state = privacy["guarantee"]
+        self.guarantee_ = privacy["guarantee"]
         return self
 
     def _init_network(self, widths, rng, xp=np, device=None, init=None):
@@ -662,7 +665,7 @@ class DPSGDClassifier(GuaranteeMixin, ClassifierMixin, BaseEstimator):
 
         if not private:
             reason = _NO_NOISE_MSG if sigma == 0 else _NO_CLIP_MSG
-            guarantee = {"epsilon": None, "delta": None, "reason": reason}
+            guarantee = Guarantee.none(reason, mechanism=_MECHANISM)
             nan = np.full(n, np.nan)
             return {
                 "fil": nan,
@@ -682,7 +685,16 @@ class DPSGDClassifier(GuaranteeMixin, ClassifierMixin, BaseEstimator):
             sensitivity=sensitivity,
             accountant=self.accountant,
         )
-        guarantee = {"epsilon": epsilon, "delta": delta, "reason": None}
+        guarantee = Guarantee(
+            epsilon=epsilon,
+            delta=delta,
+            neighboring_relation="add_remove",
+            public=(),
+            mechanism=_MECHANISM,
+            accountant=f"{self.accountant.upper()} (dp-accounting)",
+            sensitivity=sensitivity * C,
+            noise_std=sigma * C,
+        )
         if fil_on:
             # private coordinates: the features, and the label (one, or the
             # K - 1 dimensions of a one-hot label's constraint plane)
@@ -807,7 +819,7 @@ class DPSGDClassifier(GuaranteeMixin, ClassifierMixin, BaseEstimator):
         ):
             if name in vars(self):
                 setattr(released, name, copy.deepcopy(getattr(self, name)))
-        released._guarantee_state = dict(self._guarantee_state)
+        released.guarantee_ = self.guarantee_
         return released
 
 

@@ -1,4 +1,4 @@
-"""The fitted DP guarantee of an estimator, reported only where it holds."""
+"""``epsilon_`` and ``delta_`` read from the fitted, typed guarantee."""
 
 # Authors: The sklearn-fil developers
 # SPDX-License-Identifier: BSD-3-Clause
@@ -11,21 +11,21 @@ from sklearn_fil.exceptions import PrivacyLeakWarning
 
 
 class GuaranteeMixin:
-    """``epsilon_`` and ``delta_`` from a fitted ``_guarantee_state``.
+    """``epsilon_`` and ``delta_`` from the fitted ``guarantee_``.
 
-    ``fit`` stores ``_guarantee_state``, a dict with the guarantee's numbers
-    and a ``reason``: None when the guarantee holds, otherwise why it does
-    not, which every read of a guarantee attribute then warns with (a
-    :class:`~sklearn_fil.exceptions.PrivacyLeakWarning`) while returning None.
+    ``fit`` stores ``guarantee_``, a :class:`~sklearn_fil.accounting.Guarantee`.
+    When it does not hold, every read of ``epsilon_`` or ``delta_`` warns with
+    its reason (a :class:`~sklearn_fil.exceptions.PrivacyLeakWarning`) and
+    returns None.
     """
 
     def _guaranteed(self, key):
         check_is_fitted(self)
-        state = self._guarantee_state
-        if state["reason"] is not None:
-            warnings.warn(state["reason"], PrivacyLeakWarning, stacklevel=3)
+        guarantee = self.guarantee_
+        if not guarantee.holds:
+            warnings.warn(guarantee.reason, PrivacyLeakWarning, stacklevel=3)
             return None
-        return state[key]
+        return getattr(guarantee, key)
 
     @property
     def epsilon_(self):
