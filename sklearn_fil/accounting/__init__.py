@@ -21,12 +21,13 @@ from sklearn_fil.accounting._gaussian import (
     gaussian_rdp,
     output_perturbation_sensitivity,
 )
-from sklearn_fil.accounting._guarantee import Guarantee, default_delta
+from sklearn_fil.accounting._guarantee import Guarantee, check_delta, default_delta
 from sklearn_fil.accounting._label_dp import label_dp_lower_bound
 
 __all__ = [
     "Guarantee",
     "PerInstanceAccountant",
+    "check_delta",
     "default_delta",
     "dpsgd_epsilon",
     "fil_subsampling_factor",

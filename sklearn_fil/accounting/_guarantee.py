@@ -44,6 +44,31 @@ def check_delta(delta, n_samples):
     ε reported at such a δ is still what the accountant computes, but the
     pair no longer protects individuals (a mechanism that publishes one
     random example outright is (0, 1/n)-DP).
+
+    Parameters
+    ----------
+    delta : float or None
+        The δ a user asked for.
+    n_samples : int
+        Number of training examples.
+
+    Returns
+    -------
+    delta : float
+        ``delta``, or the default for ``n_samples`` when it is None.
+
+    Examples
+    --------
+    >>> import warnings
+    >>> from sklearn_fil.accounting import check_delta
+    >>> check_delta(None, 1000)
+    1e-05
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
+    ...     check_delta(0.01, 1000)
+    0.01
+    >>> caught[0].category.__name__
+    'PrivacyLeakWarning'
     """
     if delta is None:
         return default_delta(n_samples)
