@@ -25,7 +25,7 @@ import numpy as np
 from scipy.optimize import brentq
 from scipy.special import gammaln, logsumexp, ndtr, ndtri
 
-from sklearn_fil.accounting._gaussian import _check_scalar
+from sklearn_fil.accounting._gaussian import _check_scalar, gaussian_epsilon
 
 _ACCOUNTANTS = ("rdp", "pld")
 # Bracket of the maximiser of u / (GELU(u - 1) + 1): the derivative's sign changes
@@ -146,20 +146,56 @@ def _default_rdp_orders():
     return np.array(DEFAULT_RDP_ORDERS, dtype=np.float64)
 
 
-def _accountant_epsilon(accountant, noise_multiplier, sample_rate, steps, delta):
-    """Epsilon of ``steps`` self-composed Poisson-subsampled Gaussian steps."""
+def _accountant_epsilon(
+    accountant, noise_multiplier, sample_rate, steps, delta, relation="add_remove"
+):
+    """Epsilon of ``steps`` self-composed Poisson-subsampled Gaussian steps.
+
+    ``noise_multiplier`` is the noise over the per-example norm bound. Under
+    ``relation="replace_one"`` dp-accounting's ``REPLACE_ONE`` compares
+    ``(1 - q) N(0) + q N(-1)`` with ``(1 - q) N(0) + q N(+1)`` (in units of
+    that bound): two examples of norm at most 1 in opposite directions,
+    distance 2 when both are sampled. With ``sample_rate=1`` this is the
+    Gaussian mechanism at distance 2, composed here as ``GaussianDpEvent(
+    noise_multiplier / 2)`` under add-or-remove (unit distance): the same
+    mechanism, and a form both accountants support (dp-accounting's RDP
+    accountant ignores the relation for a plain ``GaussianDpEvent``).
+    """
     import dp_accounting
 
-    event = dp_accounting.SelfComposedDpEvent(
-        dp_accounting.PoissonSampledDpEvent(
+    add_remove = dp_accounting.NeighboringRelation.ADD_OR_REMOVE_ONE
+    if relation == "replace_one" and sample_rate == 1.0:
+        relation, noise_multiplier = "add_remove", noise_multiplier / 2.0
+    if accountant == "pld" and sample_rate == 1.0:
+        # T Gaussian mechanisms at unit distance are one at noise sigma /
+        # sqrt(T): the exact epsilon, which the PLD only approaches from above.
+        return gaussian_epsilon(
+            sigma=noise_multiplier / math.sqrt(steps), sensitivity=1.0, delta=delta
+        )
+    if sample_rate == 1.0:
+        step = dp_accounting.GaussianDpEvent(noise_multiplier)
+    else:
+        step = dp_accounting.PoissonSampledDpEvent(
             sample_rate, dp_accounting.GaussianDpEvent(noise_multiplier)
-        ),
-        steps,
+        )
+    event = dp_accounting.SelfComposedDpEvent(step, steps)
+    rel = (
+        add_remove
+        if relation == "add_remove"
+        else dp_accounting.NeighboringRelation.REPLACE_ONE
     )
     if accountant == "rdp":
-        acc = dp_accounting.rdp.RdpAccountant()
+        acc = dp_accounting.rdp.RdpAccountant(neighboring_relation=rel)
     else:
-        acc = dp_accounting.pld.PLDAccountant()
+        # The privacy loss of one step spans about 4 / s^2 + 40 / s (s the
+        # noise over the per-example bound); dp-accounting's default grid of
+        # 1e-4 would need (4 / s^2) / 1e-4 points, terabytes at s = 1e-3. A
+        # coarser grid is still pessimistic (an upper bound on epsilon).
+        span = 4.0 / noise_multiplier**2 + 40.0 / noise_multiplier
+        acc = dp_accounting.pld.PLDAccountant(
+            neighboring_relation=rel,
+            value_discretization_interval=max(1e-4, span / 1e6),
+        )
     with _quiet_absl():
         acc.compose(event)
         return float(acc.get_epsilon(delta))
@@ -407,6 +443,7 @@ def dpsgd_epsilon(
     delta,
     sensitivity=1.0,
     accountant="rdp",
+    neighboring_relation="add_remove",
 ):
     """Epsilon of DP-SGD after a number of Poisson-subsampled Gaussian steps.
 
@@ -416,7 +453,18 @@ def dpsgd_epsilon(
     step is the Poisson-subsampled Gaussian mechanism with noise multiplier
     ``noise_multiplier / sensitivity``; ``steps`` of them are composed by
     ``dp_accounting``'s ``RdpAccountant`` or ``PLDAccountant`` under the
-    add-or-remove-one neighbouring relation.
+    neighbouring relation given.
+
+    Under ``"add_remove"`` one step's sum moves by at most ``sensitivity C``
+    (the example is in it or not). Under ``"replace_one"`` (``n`` public, one
+    example swapped for another) it moves by up to ``2 sensitivity C`` when the
+    example is sampled: the two examples' clipped gradients may point in
+    opposite directions. The Poisson case is dp-accounting's ``REPLACE_ONE``
+    privacy loss distribution, which compares ``(1 - q) N(0, s^2) + q N(-1, s^2)``
+    with ``(1 - q) N(0, s^2) + q N(1, s^2)``, ``s = noise_multiplier /
+    sensitivity`` (checked in the tests: at ``q = 1`` it is the Gaussian
+    mechanism at distance 2). ``sample_rate=1`` is accounted as the Gaussian
+    mechanism at distance ``2 sensitivity`` (replace-one) or ``sensitivity``.
 
     Parameters
     ----------
@@ -438,6 +486,14 @@ def dpsgd_epsilon(
         ``"rdp"``: Renyi DP composition (Mironov, Talwar & Zhang 2019) converted to
         (epsilon, delta) as ``RdpAccountant.get_epsilon`` does. ``"pld"``: privacy
         loss distributions, tighter, pessimistically discretised.
+    neighboring_relation : {"add_remove", "replace_one"}, default="add_remove"
+        Neighbouring data sets differ by adding or removing one example
+        (``sample_rate`` and ``steps`` must then not depend on the data), or by
+        replacing one (``n`` public). ``"replace_one"`` with ``0 < sample_rate <
+        1`` needs ``accountant="pld"``: dp-accounting's RDP accountant has no
+        replace-one analysis of Poisson sampling, and a bound through
+        add/remove group privacy would be loose, so this raises a
+        ``ValueError`` rather than report a number that is not a guarantee.
 
     Returns
     -------
@@ -467,6 +523,10 @@ def dpsgd_epsilon(
     >>> round(dpsgd_epsilon(noise_multiplier=1.0, sample_rate=0.01, steps=1000,
     ...                     delta=1e-5, accountant="pld"), 2)
     1.83
+    >>> round(dpsgd_epsilon(noise_multiplier=1.0, sample_rate=0.01, steps=1000,
+    ...                     delta=1e-5, accountant="pld",
+    ...                     neighboring_relation="replace_one"), 2)
+    2.84
     >>> dpsgd_epsilon(noise_multiplier=0.0, sample_rate=0.01, steps=10, delta=1e-5)
     inf
     """
@@ -479,13 +539,45 @@ def dpsgd_epsilon(
         raise ValueError(
             f"accountant must be one of {_ACCOUNTANTS}, got accountant={accountant!r}."
         )
+    _check_relation(neighboring_relation, accountant, sample_rate)
     if steps == 0:
         return 0.0
     if noise_multiplier == 0.0:
         return math.inf
     return _accountant_epsilon(
-        accountant, noise_multiplier / sensitivity, sample_rate, steps, delta
+        accountant,
+        noise_multiplier / sensitivity,
+        sample_rate,
+        steps,
+        delta,
+        neighboring_relation,
     )
+
+
+_RELATIONS = ("replace_one", "add_remove")
+
+
+def _check_relation(neighboring_relation, accountant, sample_rate):
+    """Raise unless ``accountant`` can account ``neighboring_relation``."""
+    if (
+        not isinstance(neighboring_relation, str)
+        or neighboring_relation not in _RELATIONS
+    ):
+        raise ValueError(
+            f"neighboring_relation must be one of {_RELATIONS}, got "
+            f"neighboring_relation={neighboring_relation!r}."
+        )
+    if neighboring_relation == "replace_one" and accountant == "rdp" and (
+        0.0 < sample_rate < 1.0
+    ):
+        raise ValueError(
+            "accountant='rdp' cannot account Poisson sampling under "
+            "neighboring_relation='replace_one': dp-accounting's RDP accountant "
+            "has no replace-one analysis of the Poisson-subsampled Gaussian. "
+            "Use accountant='pld' (dp-accounting's REPLACE_ONE privacy loss "
+            "distribution), or neighboring_relation='add_remove' with a "
+            "public number of examples."
+        )
 
 
 # --------------------------------------------------------------------------------------

@@ -21,13 +21,19 @@ from sklearn_fil import _backend
 from sklearn_fil.accounting import (
     Guarantee,
     PerInstanceAccountant,
+    check_delta,
     dpsgd_epsilon,
     fil_subsampling_factor,
     gelu_clip_max_norm,
 )
 from sklearn_fil.linear_model._output_perturbation import _noise_rng
 from sklearn_fil.neural._kernels import linear_fil_accumulate
-from sklearn_fil.neural._network import Network, clip_factor
+from sklearn_fil.neural._network import (
+    NON_FINITE_GRADIENT,
+    Network,
+    check_finite_norms,
+    clip_factor,
+)
 from sklearn_fil.utils._fitted import fit_or_clear
 from sklearn_fil.utils._guarantee import GuaranteeMixin
 from sklearn_fil.utils._sklearn_compat import Interval, StrOptions, _fit_context
@@ -66,19 +72,19 @@ class DPSGDClassifier(GuaranteeMixin, ClassifierMixin, BaseEstimator):
     Each step samples every training example with probability ``q =
     batch_size / n`` (Poisson sampling, which the accountants assume), clips
     each example's gradient to norm ``max_grad_norm = C``, sums, adds
-    ``N(0, (noise_multiplier * C)^2 I)`` and divides by the expected batch size
-    ``q n`` before an SGD step with momentum. The fitted model reports, for
-    every training example, three measures of its exposure:
+    ``N(0, (noise_multiplier * C)^2 I)`` and divides by the public constant
+    ``batch_size`` (never by the realised batch size) before an SGD step with
+    momentum. The fitted model reports, for every training example, three
+    measures of its exposure:
 
     * ``epsilon_`` at ``delta_``: the worst-case guarantee of every example,
-      from the RDP (or PLD) accountant of ``dp-accounting``;
+      under ``neighboring_relation`` (by default replacing one example, the
+      number of examples ``n`` public), from the PLD (or RDP) accountant of
+      ``dp-accounting``; ``guarantee_`` states the relation, what is public,
+      the sensitivity and the noise;
     * the per-instance epsilon of Yu et al. (2022) from the example's own
-      gradient norms (column ``epsilon`` of ``privacy_report_``), at most
-      ``epsilon_``. It composes, at every step, the RDP of the example's
-      latest known clipped norm (computed for everyone before training,
-      updated whenever the example is sampled, rounded up to
-      ``norm_precision``): an estimate, since a norm can grow between two
-      samplings of its example, unlike ``epsilon_``, a guarantee;
+      gradient norms (column ``epsilon`` of ``privacy_report_``), for adding
+      or removing that one example: see ``privacy_report_``;
     * the Fisher information loss accounting of Guo et al. (2022, section 6):
       the trace of the Fisher information of all released steps about the
       example's features, summed over the steps that sampled it and scaled
@@ -113,7 +119,8 @@ class DPSGDClassifier(GuaranteeMixin, ClassifierMixin, BaseEstimator):
         GELU clipping, the smooth choice of Guo et al., needs no such caveat.
         ``None`` does not clip: no privacy guarantee.
     batch_size : int, default=256
-        Expected batch size; the sampling rate is ``batch_size / n``.
+        Expected batch size; the sampling rate is ``batch_size / n`` (``n =
+        public_n_samples`` under add/remove). The noisy sum is divided by it.
     learning_rate : float, default=0.1
         Step size.
     momentum : float, default=0.0
@@ -122,18 +129,48 @@ class DPSGDClassifier(GuaranteeMixin, ClassifierMixin, BaseEstimator):
         L2 penalty ``alpha / 2 ||W||^2`` on the weights (not the biases);
         it does not depend on the data, so it costs no privacy.
     max_iter : int, default=10
-        Number of epochs; an epoch is ``round(n / batch_size)`` steps.
+        Number of epochs; an epoch is ``round(n / batch_size)`` steps (``n =
+        public_n_samples`` under add/remove).
     sampling : {"poisson", "shuffle"}, default="poisson"
-        ``"shuffle"`` visits every example once per epoch in fixed-size
-        batches; the accountants then compose one unsampled Gaussian
-        mechanism per epoch (no amplification by subsampling).
-    accountant : {"rdp", "pld"}, default="rdp"
-        Accountant of ``epsilon_``.
+        ``"shuffle"`` visits every example once per epoch in batches of a
+        random partition of ``0..n-1``; an example is then in exactly one
+        batch per epoch, so the accountants compose one unsampled Gaussian
+        mechanism per epoch at the sensitivity of the relation (no
+        amplification by subsampling). The partition depends on ``n``, so
+        shuffling requires ``neighboring_relation="replace_one"``.
+    neighboring_relation : {"replace_one", "add_remove"}, default="replace_one"
+        The relation under which ``epsilon_`` holds. ``"replace_one"``:
+        neighbouring training sets differ in one example, replaced by any
+        other; ``n`` is public (as are ``q = batch_size / n`` and the step
+        count). One step's noisy sum then moves by up to twice the largest
+        clipped norm, ``2 s C`` with ``s = 1`` for hard clipping and ``s =``
+        :func:`~sklearn_fil.accounting.gelu_clip_max_norm` ``(1)`` ``~ 1.1152``
+        for GELU clipping. ``"add_remove"``: one example added or removed;
+        the sampling rate, step count and divisor must not depend on ``n``,
+        so it requires ``public_n_samples``; the sum moves by up to ``s C``.
+    public_n_samples : int, default=None
+        A number of examples the user declares public, required by (and
+        only allowed with) ``neighboring_relation="add_remove"``: the
+        sampling rate is ``batch_size / public_n_samples`` and an epoch is
+        ``round(public_n_samples / batch_size)`` steps, whatever the realised
+        number of training examples.
+    accountant : {"pld", "rdp"}, default="pld"
+        Accountant of ``epsilon_``. ``"pld"``, dp-accounting's privacy loss
+        distributions, is the default because it is the one that supports
+        Poisson sampling under replace-one (and is the tighter one).
+        ``"rdp"`` is available for shuffled batches and for add/remove; with
+        Poisson sampling under replace-one it raises a ``ValueError`` before
+        any work (dp-accounting's RDP accountant has no replace-one analysis
+        of Poisson sampling; a group-privacy bound from add/remove would be
+        loose).
     delta : float, default=None
-        Target delta; None means ``1 / n``.
+        Target delta; None means ``min(1e-5, 1 / (10 n))``
+        (:func:`~sklearn_fil.accounting.default_delta`). A delta of ``1 / n``
+        or more triggers a :class:`~sklearn_fil.exceptions.PrivacyLeakWarning`.
     per_instance_accounting : bool, default=True
         Whether to account the per-instance epsilon of every example
-        (Poisson sampling only); otherwise the report's ``epsilon`` column
+        (Poisson sampling only; add/remove of the example, see
+        ``privacy_report_``); otherwise the report's ``epsilon`` column
         holds ``epsilon_`` for everyone.
     fil_accounting : bool, default=True
         Whether to account the Fisher information loss of every example.
@@ -192,6 +229,13 @@ class DPSGDClassifier(GuaranteeMixin, ClassifierMixin, BaseEstimator):
         (``grad_coefs``, ``grad_intercepts``: the noised sum of clipped
         gradients over ``divisor``, before weight decay and momentum). The
         batch indices are secret: this is material for auditing attacks.
+    guarantee_ : Guarantee
+        The DP guarantee: ``epsilon``, ``delta``, the
+        ``neighboring_relation``, what is ``public`` (``("n_samples",)``
+        under replace-one; ``("public_n_samples", "sample_rate", "steps")``
+        under add/remove), the ``mechanism``, the ``accountant``, and the
+        ``sensitivity`` of one step's sum (``2 s C`` or ``s C``) with the
+        ``noise_std`` ``noise_multiplier * C`` in the same units.
     epsilon_ : float or None
         Epsilon of the (epsilon, delta)-DP guarantee; None (with a warning)
         without one.
@@ -205,6 +249,21 @@ class DPSGDClassifier(GuaranteeMixin, ClassifierMixin, BaseEstimator):
         ``fil_coordinates=None``. ``fil`` is ``sqrt(Tr I_i)``, an upper
         bound on the spectral FIL (the largest eigenvalue of a sum of
         per-step matrices is not a sum of per-step quantities).
+
+        ``epsilon`` is the per-instance epsilon of Yu et al. (2022) under
+        **add/remove of that one example** with the others fixed, at the
+        run's ``q`` and step count (Poisson sampling): at every step it
+        composes the RDP of the Poisson-subsampled Gaussian at the example's
+        latest known clipped norm (computed for everyone before training,
+        updated whenever the example is sampled, rounded up to
+        ``norm_precision``, capped at ``s``). It is capped by the add/remove
+        epsilon of the whole run at the same ``q`` and steps (RDP), a bound
+        of the same relation, so the cap is sound; it
+        is not a replace-one quantity even when ``epsilon_`` is (replacing
+        the example by another moves the sum by up to its norm plus ``s``).
+        It is an estimate, since a norm can grow between two samplings of its
+        example, unlike ``epsilon_``, a guarantee. With shuffled batches or
+        ``per_instance_accounting=False`` the column holds ``epsilon_``.
     n_features_in_ : int
         Number of features.
     feature_names_in_ : ndarray of str
@@ -241,8 +300,10 @@ class DPSGDClassifier(GuaranteeMixin, ClassifierMixin, BaseEstimator):
     >>> X, y = make_classification(n_samples=500, n_features=5, random_state=0)
     >>> clf = DPSGDClassifier(noise_multiplier=1.0, batch_size=50, max_iter=5,
     ...                       learning_rate=0.5, random_state=0).fit(X, y)
-    >>> round(clf.epsilon_, 2)
-    4.65
+    >>> round(clf.epsilon_, 2), clf.delta_
+    (8.51, 1e-05)
+    >>> clf.guarantee_.neighboring_relation, clf.guarantee_.public
+    ('replace_one', ('n_samples',))
     >>> list(clf.privacy_report_.columns[:6])
     ['fil', 'dfil', 'mse_bound', 'epsilon', 'grad_norm', 'loss']
     """
@@ -259,6 +320,8 @@ class DPSGDClassifier(GuaranteeMixin, ClassifierMixin, BaseEstimator):
         "alpha": [Interval(Real, 0, None, closed="left")],
         "max_iter": [Interval(Integral, 1, None, closed="left")],
         "sampling": [StrOptions({"poisson", "shuffle"})],
+        "neighboring_relation": [StrOptions({"replace_one", "add_remove"})],
+        "public_n_samples": [None, Interval(Integral, 1, None, closed="left")],
         "accountant": [StrOptions({"rdp", "pld"})],
         "delta": [None, Interval(Real, 0, 1, closed="neither")],
         "per_instance_accounting": ["boolean"],
@@ -291,7 +354,9 @@ class DPSGDClassifier(GuaranteeMixin, ClassifierMixin, BaseEstimator):
         alpha=0.0,
         max_iter=10,
         sampling="poisson",
-        accountant="rdp",
+        neighboring_relation="replace_one",
+        public_n_samples=None,
+        accountant="pld",
         delta=None,
         per_instance_accounting=True,
         fil_accounting=True,
@@ -315,6 +380,8 @@ class DPSGDClassifier(GuaranteeMixin, ClassifierMixin, BaseEstimator):
         self.alpha = alpha
         self.max_iter = max_iter
         self.sampling = sampling
+        self.neighboring_relation = neighboring_relation
+        self.public_n_samples = public_n_samples
         self.accountant = accountant
         self.delta = delta
         self.per_instance_accounting = per_instance_accounting
@@ -328,6 +395,53 @@ class DPSGDClassifier(GuaranteeMixin, ClassifierMixin, BaseEstimator):
         self.random_state = random_state
         self.verbose = verbose
 
+    def _check_relation(self):
+        """Checks of the neighbouring relation, before any work."""
+        if self.neighboring_relation == "add_remove":
+            if self.public_n_samples is None:
+                raise ValueError(
+                    "neighboring_relation='add_remove' needs public_n_samples: "
+                    "the sampling rate batch_size / n and the number of steps "
+                    "must not depend on the private number of examples n. Give "
+                    "a public number of examples, or use "
+                    "neighboring_relation='replace_one' (n public)."
+                )
+            if self.sampling == "shuffle":
+                raise ValueError(
+                    "sampling='shuffle' cannot be accounted under "
+                    "neighboring_relation='add_remove': the partition into "
+                    "batches depends on the number of examples. Use "
+                    "sampling='poisson' with public_n_samples, or "
+                    "neighboring_relation='replace_one'."
+                )
+            if self.batch_size > self.public_n_samples:
+                raise ValueError(
+                    f"batch_size={self.batch_size} exceeds "
+                    f"public_n_samples={self.public_n_samples}."
+                )
+        elif self.public_n_samples is not None:
+            raise ValueError(
+                "public_n_samples is only used with "
+                "neighboring_relation='add_remove' (under 'replace_one' the "
+                "number of examples is public and used as it is); got "
+                f"public_n_samples={self.public_n_samples!r}."
+            )
+        if (
+            self.accountant == "rdp"
+            and self.sampling == "poisson"
+            and self.neighboring_relation == "replace_one"
+            and self.noise_multiplier > 0
+            and self.clipping is not None
+        ):
+            raise ValueError(
+                "accountant='rdp' cannot account Poisson sampling under "
+                "neighboring_relation='replace_one' (dp-accounting's RDP "
+                "accountant has no replace-one analysis of the "
+                "Poisson-subsampled Gaussian). Use accountant='pld' (the "
+                "default), sampling='shuffle', or "
+                "neighboring_relation='add_remove' with public_n_samples."
+            )
+
     def _check_settings(self, n):
         """Checks that need the data or several parameters at once."""
         sizes = tuple(self.hidden_layer_sizes)
@@ -336,7 +450,7 @@ class DPSGDClassifier(GuaranteeMixin, ClassifierMixin, BaseEstimator):
                 f"hidden_layer_sizes must hold positive integers; got {sizes!r}."
             )
         _steps_to_record(self.record_steps)  # checked before any work
-        if self.batch_size > n:
+        if self.neighboring_relation == "replace_one" and self.batch_size > n:
             raise ValueError(
                 f"batch_size={self.batch_size} exceeds the number of examples ({n})."
             )
@@ -411,6 +525,7 @@ class DPSGDClassifier(GuaranteeMixin, ClassifierMixin, BaseEstimator):
 
     @_fit_context(prefer_skip_nested_validation=True)
     def _fit(self, X, y, coefs_init=None, intercepts_init=None):
+        self._check_relation()
         xp = self._compute_namespace(X)
         if _backend.namespace_of(y) is not np:
             y = _backend.to_numpy(y)  # the labels are encoded on the host
@@ -502,11 +617,18 @@ class DPSGDClassifier(GuaranteeMixin, ClassifierMixin, BaseEstimator):
         )
         private = sigma > 0 and self.clipping is not None
         poisson = self.sampling == "poisson"
-        q = self.batch_size / n
-        steps_per_epoch = max(1, round(n / self.batch_size))
+        replace_one = self.neighboring_relation == "replace_one"
+        # The sampling rate, the step count and the divisor are public: from
+        # n under replace-one (n public), from public_n_samples under
+        # add/remove, never from the realised n there.
+        n_public = n if replace_one else int(self.public_n_samples)
+        q = self.batch_size / n_public
+        steps_per_epoch = max(1, round(n_public / self.batch_size))
         total_steps = steps_per_epoch * self.max_iter
+        divisor = float(self.batch_size)
+        # s: the largest clipped norm in units of C (the per-example bound).
         sensitivity = float(gelu_clip_max_norm(1.0) if self.clipping == "gelu" else 1.0)
-        delta = 1.0 / n if self.delta is None else self.delta
+        delta = check_delta(self.delta, n)
 
         per_instance = None
         if private and poisson and self.per_instance_accounting:
@@ -531,6 +653,9 @@ class DPSGDClassifier(GuaranteeMixin, ClassifierMixin, BaseEstimator):
         )
         kappa = 1.0
         if fil_on and poisson:
+            # kappa compares the step with and without the example (its
+            # Fisher information is that of the sampled branch of the
+            # mixture), a distance of s C whatever the relation of epsilon_.
             kappa = fil_subsampling_factor(
                 noise_multiplier=sigma,
                 sample_rate=q,
@@ -538,7 +663,7 @@ class DPSGDClassifier(GuaranteeMixin, ClassifierMixin, BaseEstimator):
                 steps=total_steps,
                 n_samples=n,
             )
-        scale = float(kappa) / (sigma * C) ** 2 if fil_on else 0.0
+        scale = float(kappa) / (sigma * C) / (sigma * C) if fil_on else 0.0
 
         norms = self._full_pass_norms(net, X, Y)  # latest clipped norm / C
         if per_instance is not None:
@@ -552,6 +677,7 @@ class DPSGDClassifier(GuaranteeMixin, ClassifierMixin, BaseEstimator):
         ]
         record = _steps_to_record(self.record_steps)
         recorded_steps = []
+        finite = []  # device flags of the epoch's norms (other namespaces)
         t = 0
         for epoch in range(1, self.max_iter + 1):
             if self.norm_refresh and epoch > 1 and (epoch - 1) % self.norm_refresh == 0:
@@ -565,7 +691,6 @@ class DPSGDClassifier(GuaranteeMixin, ClassifierMixin, BaseEstimator):
             )
             for idx in batches:
                 t += 1
-                divisor = q * n if poisson else max(idx.size, 1)
                 grads = new_norms = None
                 if idx.size:
                     rows = _backend.Rows(idx, n, xp, device)
@@ -573,6 +698,10 @@ class DPSGDClassifier(GuaranteeMixin, ClassifierMixin, BaseEstimator):
                     acts, logits = net.forward(Xb)
                     deltas = net.backward(acts, logits, Yb)
                     g_norm = net.grad_norms(acts, deltas)
+                    if xp is np:
+                        check_finite_norms(g_norm, xp)
+                    else:  # checked once per epoch: no per-step transfer
+                        finite.append(xp.all(xp.isfinite(g_norm)))
                     c, dc = clip_factor(g_norm, C, self.clipping, xp)
                     grads = net.weighted_sum(acts, deltas, c)
                     new_norms = xp.minimum(c * g_norm / C, sensitivity)
@@ -646,6 +775,9 @@ class DPSGDClassifier(GuaranteeMixin, ClassifierMixin, BaseEstimator):
                     velocity[layer] = (vW, vb)
                     W -= lr * vW
                     b -= lr * vb
+            if not all(bool(f) for f in finite):
+                raise ValueError(NON_FINITE_GRADIENT)
+            finite = []
             if per_instance is not None:
                 _replay(per_instance, pending, xp)
                 pending = []
@@ -680,19 +812,34 @@ class DPSGDClassifier(GuaranteeMixin, ClassifierMixin, BaseEstimator):
         epsilon = dpsgd_epsilon(
             noise_multiplier=sigma,
             sample_rate=q if poisson else 1.0,
-            steps=t if poisson else self.max_iter,
+            steps=total_steps if poisson else self.max_iter,
             delta=delta,
             sensitivity=sensitivity,
             accountant=self.accountant,
+            neighboring_relation=self.neighboring_relation,
         )
+        if poisson:
+            how = f"Poisson sampling q={q:.6g}, {total_steps} steps"
+        else:
+            how = (
+                f"shuffled batches, one Gaussian mechanism per epoch, "
+                f"{self.max_iter} epochs, no amplification"
+            )
         guarantee = Guarantee(
             epsilon=epsilon,
             delta=delta,
-            neighboring_relation="add_remove",
-            public=(),
-            mechanism=_MECHANISM,
-            accountant=f"{self.accountant.upper()} (dp-accounting)",
-            sensitivity=sensitivity * C,
+            neighboring_relation=self.neighboring_relation,
+            public=(
+                ("n_samples",)
+                if replace_one
+                else ("public_n_samples", "sample_rate", "steps")
+            ),
+            mechanism=f"{_MECHANISM}, divided by batch_size; {how}",
+            accountant=(
+                f"{self.accountant.upper()} (dp-accounting, "
+                f"{'REPLACE_ONE' if replace_one else 'ADD_OR_REMOVE_ONE'})"
+            ),
+            sensitivity=(2.0 if replace_one else 1.0) * sensitivity * C,
             noise_std=sigma * C,
         )
         if fil_on:
@@ -712,11 +859,12 @@ class DPSGDClassifier(GuaranteeMixin, ClassifierMixin, BaseEstimator):
             "fil": fil,
             "dfil": dfil,
             "mse_bound": mse_bound,
-            # Both bound every example's loss, so their minimum does too.
             "epsilon": (
                 np.full(n, epsilon)
                 if per_instance is None
-                else np.minimum(per_instance.epsilon(delta), epsilon)
+                else self._per_instance_epsilon(
+                    per_instance, q, total_steps, delta, sensitivity
+                )
             ),
             "grad_norm": norms,
             "attribute_fil": None if attr_sq is None else np.sqrt(attr_sq),
@@ -724,11 +872,30 @@ class DPSGDClassifier(GuaranteeMixin, ClassifierMixin, BaseEstimator):
             "guarantee": guarantee,
         }
 
+    def _per_instance_epsilon(self, per_instance, q, steps, delta, sensitivity):
+        """Per-instance (add/remove) epsilon, capped by a bound of the same relation.
+
+        Both the per-instance RDP and the add/remove RDP epsilon of the whole
+        run (at the same ``q`` and steps) bound the loss of adding or
+        removing one example, so their minimum does too.
+        """
+        cap = dpsgd_epsilon(
+            noise_multiplier=float(self.noise_multiplier),
+            sample_rate=q,
+            steps=steps,
+            delta=delta,
+            sensitivity=sensitivity,
+            accountant="rdp",
+            neighboring_relation="add_remove",
+        )
+        return np.minimum(per_instance.epsilon(delta), cap)
+
     def _full_pass_norms(self, net, X, Y):
         """Every example's clipped gradient norm in units of ``C``."""
         C = float(self.max_grad_norm)
         acts, logits = net.forward(X)
         g_norm = net.grad_norms(acts, net.backward(acts, logits, Y))
+        check_finite_norms(g_norm, net.xp)
         c, _ = clip_factor(g_norm, C, self.clipping, net.xp)
         return c * g_norm / C
 

@@ -52,7 +52,10 @@ def gelu(x, xp=None):
 def gelu_prime(x, xp=None):
     """Derivative of :func:`gelu`: ``Phi(x) + x phi(x)``."""
     xp = _backend.namespace_of(x) if xp is None else xp
-    return _backend.ndtr(x, xp) + x * xp.exp(-0.5 * x * x) / _SQRT_2PI
+    # phi(x) underflows to 0 beyond |x| = 40; clamping there keeps x * x
+    # from overflowing for huge gradient norms (the product is 0 either way).
+    xc = xp.minimum(xp.maximum(x, -40.0), 40.0)
+    return _backend.ndtr(x, xp) + x * xp.exp(-0.5 * xc * xc) / _SQRT_2PI
 
 
 def clip_factor(norm, max_grad_norm, clipping, xp=None):
@@ -69,10 +72,31 @@ def clip_factor(norm, max_grad_norm, clipping, xp=None):
     if clipping == "hard":
         over = norm > C
         safe = xp.where(over, norm, 1.0)
-        return xp.where(over, C / safe, 1.0), xp.where(over, -C / safe**2, 0.0)
+        # -(C / |g|) / |g|, not -C / |g|^2: no overflow for huge norms
+        return xp.where(over, C / safe, 1.0), xp.where(over, -(C / safe) / safe, 0.0)
     u = norm / C - 1.0
     denom = gelu(u, xp) + 1.0
-    return 1.0 / denom, -gelu_prime(u, xp) / (C * denom**2)
+    return 1.0 / denom, -(gelu_prime(u, xp) / (C * denom)) / denom
+
+
+def check_finite_norms(norms, xp=None):
+    """Raise a ValueError unless every gradient norm is finite.
+
+    A non-finite norm from :meth:`Network.grad_norms` means a per-example
+    gradient that is itself not finite (or whose norm exceeds the float
+    range): clipping cannot bound it, and dropping it silently would change
+    the sum without notice.
+    """
+    xp = _backend.namespace_of(norms) if xp is None else xp
+    if not bool(xp.all(xp.isfinite(norms))):
+        raise ValueError(NON_FINITE_GRADIENT)
+
+
+NON_FINITE_GRADIENT = (
+    "A per-example gradient is not finite (or its norm overflows float64): "
+    "the features or the weights are too large for the forward pass. Scale "
+    "the features (e.g. StandardScaler) or lower the learning rate."
+)
 
 
 def clipped_tangent_sq_norm(gg, g_dg, norms, c, dc, xp):
@@ -212,13 +236,41 @@ class Network:
         return deltas
 
     def grad_norms(self, acts, deltas):
-        """Per-example gradient norms ``||g_i||`` over all weights and biases."""
+        """Per-example gradient norms ``||g_i||`` over all weights and biases.
+
+        Overflow-safe: each layer's ``||a||`` and ``||delta||`` are computed
+        from the rows scaled by their largest entry (``max(|a|, 1)`` for the
+        activations, whose bias entry is 1), and the layers are combined
+        relative to the largest gradient entry ``M_i``, so the result is
+        finite whenever ``||g_i||`` is representable (rows of ``1e200`` give
+        a finite norm, not ``inf``, and are clipped, not dropped). A
+        gradient with a non-finite entry, or a norm beyond the float range,
+        gives a non-finite norm: see :func:`check_finite_norms`.
+        """
         xp = self.xp
-        sq = None
+        layers = []
+        top = None
         for a, d in zip(acts, deltas, strict=True):
-            term = (_inner("ij,ij->i", a, a, xp) + 1.0) * _inner("ij,ij->i", d, d, xp)
+            ma = xp.maximum(xp.max(xp.abs(a), axis=1), 1.0)
+            md = xp.max(xp.abs(d), axis=1)
+            m = ma * md  # the largest |entry| of this layer's gradient
+            layers.append((a, d, ma, md, m))
+            top = m if top is None else xp.maximum(top, m)
+        scale = xp.where(top > 0, top, 1.0)
+        sq = None
+        for a, d, ma, md, m in layers:
+            md_safe = xp.where(md > 0, md, 1.0)
+            an = a / ma[:, None]
+            dn = d / md_safe[:, None]
+            rel = m / scale
+            inv = 1.0 / ma
+            term = (
+                (_inner("ij,ij->i", an, an, xp) + inv * inv)
+                * _inner("ij,ij->i", dn, dn, xp)
+                * (rel * rel)
+            )
             sq = term if sq is None else sq + term
-        return xp.sqrt(sq)
+        return scale * xp.sqrt(sq)
 
     def weighted_sum(self, acts, deltas, weights):
         """``sum_i weights_i g_i`` as per-layer (coef, intercept) gradients."""

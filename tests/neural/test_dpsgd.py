@@ -112,17 +112,26 @@ def test_given_initialisation_is_where_sgd_starts():
 
 
 @pytest.mark.parametrize("clipping", ["gelu", "hard"])
-@pytest.mark.parametrize("accountant", ["rdp", "pld"])
-def test_epsilon_matches_dp_accounting(clipping, accountant):
+@pytest.mark.parametrize(
+    "relation, accountant",
+    [("replace_one", "pld"), ("add_remove", "rdp"), ("add_remove", "pld")],
+)
+def test_epsilon_matches_dp_accounting(clipping, relation, accountant):
+    # Poisson sampling: dp-accounting's own accountant of the relation, with
+    # the noise multiplier over the per-example bound s (the GELU constant
+    # included); replace-one's distance 2 s is dp-accounting's REPLACE_ONE.
     X, y = _data(n=200)
+    public = {} if relation == "replace_one" else {"public_n_samples": 200}
     clf = DPSGDClassifier(
         noise_multiplier=1.3,
         clipping=clipping,
         batch_size=20,
         max_iter=2,
+        neighboring_relation=relation,
         accountant=accountant,
         fil_accounting=False,
         random_state=0,
+        **public,
     ).fit(X, y)
     q, steps = 20 / 200, clf.t_
     assert steps == 20
@@ -133,16 +142,39 @@ def test_epsilon_matches_dp_accounting(clipping, accountant):
         ),
         steps,
     )
-    acc = (
-        dp_accounting.rdp.RdpAccountant()
-        if accountant == "rdp"
-        else dp_accounting.pld.PLDAccountant()
+    rel = (
+        dp_accounting.NeighboringRelation.REPLACE_ONE
+        if relation == "replace_one"
+        else dp_accounting.NeighboringRelation.ADD_OR_REMOVE_ONE
     )
-    expected = acc.compose(event).get_epsilon(1 / 200)
+    acc = (
+        dp_accounting.rdp.RdpAccountant(neighboring_relation=rel)
+        if accountant == "rdp"
+        else dp_accounting.pld.PLDAccountant(neighboring_relation=rel)
+    )
+    expected = acc.compose(event).get_epsilon(1e-5)
     assert clf.epsilon_ == pytest.approx(expected, rel=1e-9)
-    assert clf.delta_ == 1 / 200
+    assert clf.delta_ == 1e-5  # min(1e-5, 1 / (10 n))
+    g = clf.guarantee_
+    assert g.neighboring_relation == relation
+    factor = 2.0 if relation == "replace_one" else 1.0
+    assert g.sensitivity == pytest.approx(factor * sensitivity * 1.0)
+    assert g.noise_std == pytest.approx(1.3)
+    assert g.public == (
+        ("n_samples",)
+        if relation == "replace_one"
+        else ("public_n_samples", "sample_rate", "steps")
+    )
+    # The per-instance column (add/remove) is capped by the add/remove RDP
+    # epsilon of the same run, and so is below epsilon_ of either relation.
+    cap = (
+        dp_accounting.rdp.RdpAccountant()
+        .compose(event)
+        .get_epsilon(1e-5)
+    )
     per_instance = clf.privacy_report_["epsilon"]
-    if accountant == "rdp":
+    assert (per_instance <= cap * (1 + 1e-12)).all()
+    if accountant == "rdp" or relation == "replace_one":
         assert (per_instance <= clf.epsilon_ * (1 + 1e-12)).all()
 
 
@@ -470,3 +502,214 @@ def test_recorded_steps_hold_the_released_update_and_change_nothing():
     assert not hasattr(rec.release(), "recorded_steps_")
     with pytest.raises(ValueError, match="record_steps"):
         DPSGDClassifier(record_steps=[0, 1], batch_size=15).fit(X, y)
+
+
+def _repro_data():
+    # 20 rows, every gradient longer than C = 0.5 at the zero start (|delta|
+    # = 0.5 and ||(x, 1)|| > 1), so relabelling row 0 flips its clipped
+    # gradient: the sum moves by 2 C, twice the add/remove sensitivity.
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(20, 3))
+    y = (X[:, 0] > 0).astype(int)
+    y_flip = y.copy()
+    y_flip[0] = 1 - y_flip[0]
+    return X, y, y_flip
+
+
+def _full_batch_release(X, y, seed, **params):
+    settings = {
+        "batch_size": 20,
+        "sampling": "shuffle",
+        "max_iter": 1,
+        "noise_multiplier": 1.0,
+        "max_grad_norm": 0.5,
+        "clipping": "hard",
+        "delta": 0.05,
+        "learning_rate": 1.0,
+        "fil_accounting": False,
+        "record_steps": 1,
+        "random_state": seed,
+    }
+    clf = DPSGDClassifier(**{**settings, **params})
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PrivacyLeakWarning)  # delta >= 1/n
+        clf.fit(X, y)
+    step = clf.recorded_steps_[0]
+    released = np.concatenate([step["grad_coefs"][0].ravel(), step["grad_intercepts"][0]])
+    return clf, released
+
+
+def test_shuffle_replace_one_epsilon_covers_the_measured_shift():
+    # Issue 15, reproduction 1: one full-batch step, one row relabelled.
+    from sklearn_fil.accounting import gaussian_epsilon
+
+    X, y, y_flip = _repro_data()
+    reps = 400
+    a = np.array([_full_batch_release(X, y, s)[1] for s in range(reps)])
+    b = np.array([_full_batch_release(X, y_flip, reps + s)[1] for s in range(reps)])
+    clf, _ = _full_batch_release(X, y, 0)
+    assert clf.recorded_steps_[0]["divisor"] == 20.0  # batch_size, a constant
+    unit = 1.0 * 0.5 / 20  # sigma C / batch_size: one noise std of a release
+    diff = (a.mean(axis=0) - b.mean(axis=0)) / unit
+    shift = np.linalg.norm(diff)
+    se = np.sqrt(2.0 / reps)  # std of each coordinate of diff
+    g = clf.guarantee_
+    assert g.neighboring_relation == "replace_one"
+    assert g.sensitivity == pytest.approx(2 * 0.5)
+    assert g.noise_std == pytest.approx(0.5)
+    # the measured shift is the replace-one sensitivity, 2 C
+    assert shift == pytest.approx(2.0, abs=5 * se)
+    assert shift <= g.sensitivity / g.noise_std + 5 * se
+    # the claimed epsilon covers the exact Gaussian epsilon at that shift
+    measured = gaussian_epsilon(sigma=1.0, sensitivity=shift - 5 * se, delta=0.05)
+    assert clf.epsilon_ >= measured
+    exact = gaussian_epsilon(sigma=1.0, sensitivity=2.0, delta=0.05)
+    assert clf.epsilon_ == pytest.approx(exact, rel=1e-6)
+    rdp, _ = _full_batch_release(X, y, 0, accountant="rdp")
+    assert rdp.epsilon_ >= exact  # RDP, looser, is still a bound
+
+
+def test_shuffle_with_gelu_clipping_uses_twice_the_gelu_bound():
+    from sklearn_fil.accounting import gaussian_epsilon
+
+    X, y, _ = _repro_data()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PrivacyLeakWarning)
+        clf = DPSGDClassifier(
+            batch_size=10, sampling="shuffle", max_iter=3, delta=1e-3,
+            fil_accounting=False, random_state=0,
+        ).fit(X, y)
+    s = gelu_clip_max_norm(1.0)
+    # three epochs: one Gaussian mechanism each, at distance 2 s
+    expected = gaussian_epsilon(sigma=1.0 / np.sqrt(3), sensitivity=2 * s, delta=1e-3)
+    assert clf.epsilon_ == pytest.approx(expected, rel=1e-9)
+    assert clf.guarantee_.sensitivity == pytest.approx(2 * s)
+
+
+def test_poisson_replace_one_epsilon_is_dp_accounting_replace_one():
+    # Issue 15, reproduction 2, at the estimator's parameters.
+    from sklearn_fil.accounting import dpsgd_epsilon
+
+    rel = dp_accounting.NeighboringRelation.REPLACE_ONE
+    for clipping, s in [("hard", 1.0), ("gelu", gelu_clip_max_norm(1.0))]:
+        acc = dp_accounting.pld.PLDAccountant(neighboring_relation=rel)
+        acc.compose(
+            dp_accounting.SelfComposedDpEvent(
+                dp_accounting.PoissonSampledDpEvent(
+                    0.01, dp_accounting.GaussianDpEvent(1.0 / s)
+                ),
+                1000,
+            )
+        )
+        got = dpsgd_epsilon(
+            noise_multiplier=1.0, sample_rate=0.01, steps=1000, delta=1e-5,
+            sensitivity=s, accountant="pld", neighboring_relation="replace_one",
+        )
+        assert got == pytest.approx(acc.get_epsilon(1e-5), rel=1e-9)
+        if clipping == "hard":
+            assert got == pytest.approx(2.84, abs=0.01)
+
+
+def test_add_remove_needs_public_n_and_then_ignores_the_realised_n():
+    X, y = _data(n=26)
+    fits = []
+    for n in (25, 26):
+        clf = DPSGDClassifier(
+            batch_size=5, max_iter=2, neighboring_relation="add_remove",
+            public_n_samples=30, record_steps=[1], fil_accounting=False,
+            random_state=0,
+        ).fit(X[:n], y[:n])
+        fits.append(clf)
+    released = [clf.release() for clf in fits]
+    assert released[0].t_ == released[1].t_ == 12  # round(30 / 5) * 2
+    assert fits[0].epsilon_ == fits[1].epsilon_
+    assert fits[0].guarantee_.mechanism == fits[1].guarantee_.mechanism
+    assert "q=0.166667" in fits[0].guarantee_.mechanism  # 5 / 30
+    assert fits[0].recorded_steps_[0]["divisor"] == 5.0
+    g = released[0].guarantee_
+    assert g.neighboring_relation == "add_remove"
+    assert g.public == ("public_n_samples", "sample_rate", "steps")
+
+
+def test_bad_relation_settings_fail_before_any_work():
+    X, y = _data()
+    clf = DPSGDClassifier(batch_size=20, max_iter=1, random_state=0).fit(X, y)
+    bad = [
+        ({"neighboring_relation": "add_remove"}, "needs public_n_samples"),
+        (
+            {
+                "neighboring_relation": "add_remove",
+                "public_n_samples": 120,
+                "sampling": "shuffle",
+            },
+            "partition",
+        ),
+        ({"accountant": "rdp"}, "cannot account Poisson sampling"),
+        ({"public_n_samples": 120}, "only used with"),
+        (
+            {"neighboring_relation": "add_remove", "public_n_samples": 10},
+            "exceeds public_n_samples",
+        ),
+    ]
+    for params, match in bad:
+        clf.set_params(**params)
+        with pytest.raises(ValueError, match=match):
+            clf.fit(X, y)
+        assert not [a for a in vars(clf) if a.endswith("_")]
+        clf.set_params(
+            neighboring_relation="replace_one", public_n_samples=None,
+            sampling="poisson", accountant="pld",
+        )
+    with pytest.raises(InvalidParameterError):
+        DPSGDClassifier(neighboring_relation="replace").fit(X, y)
+
+
+def test_default_delta_is_below_one_over_n_and_large_delta_warns():
+    X, y = _data(n=120)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        clf = DPSGDClassifier(batch_size=20, max_iter=1, random_state=0).fit(X, y)
+    assert clf.delta_ == pytest.approx(min(1e-5, 1 / 1200))
+    assert clf.delta_ < 1 / 120
+    with pytest.warns(PrivacyLeakWarning, match="1/n"):
+        DPSGDClassifier(batch_size=20, max_iter=1, delta=1 / 120).fit(X, y)
+
+
+@pytest.mark.parametrize("clipping", ["hard", "gelu"])
+def test_huge_rows_are_clipped_not_dropped(clipping):
+    # ||x||^2 overflows for rows of 1e200; the scaled norms do not, so the
+    # row's gradient is clipped to about C instead of being scaled to 0.
+    X = np.zeros((20, 3))
+    X[0] = 1e200
+    y = np.zeros(20, dtype=int)
+    y[0] = 1
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        clf = DPSGDClassifier(
+            batch_size=20, sampling="shuffle", max_iter=1, clipping=clipping,
+            noise_multiplier=1e-6, accountant="rdp", record_steps=1,
+            fil_accounting=False, random_state=0, delta=1e-3,
+        ).fit(X, y)
+    summed = clf.recorded_steps_[0]["grad_coefs"][0].ravel() * 20
+    # row 0's clipped gradient: -c (x_0, 1) / 2 with norm C (hard) or ~C
+    # (GELU: 1 / (GELU(u - 1) + 1) u C -> C as u -> inf); the others have x = 0
+    assert np.linalg.norm(summed) == pytest.approx(1.0, rel=1e-4)
+    assert_allclose(summed, -np.ones(3) / np.sqrt(3), rtol=1e-4)
+    assert clf.privacy_report_["grad_norm"].iloc[0] == pytest.approx(1.0, rel=1e-4)
+    net = Network([np.zeros((3, 1))], [np.zeros(1)], "tanh")
+    acts, logits = net.forward(X[:1])
+    norm = net.grad_norms(acts, net.backward(acts, logits, np.ones((1, 1))))
+    assert norm[0] == pytest.approx(0.5 * 1e200 * np.sqrt(3), rel=1e-12)
+
+
+def test_non_finite_gradient_is_a_clear_error():
+    X = np.full((6, 2), 1e300)
+    X[::2] *= -1
+    y = np.array([0, 1, 2, 0, 1, 2])
+    clf = DPSGDClassifier(batch_size=3, max_iter=1, random_state=0)
+    coefs = [np.array([[1e10, -1e10, 0.0], [1e10, -1e10, 0.0]])]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        with pytest.raises(ValueError, match="gradient is not finite"):
+            clf.fit(X, y, coefs_init=coefs, intercepts_init=[np.zeros(3)])
+    assert not [a for a in vars(clf) if a.endswith("_")]
