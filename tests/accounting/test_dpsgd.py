@@ -752,3 +752,64 @@ def test_dp_accounting_convergence_notes_are_not_logged(caplog):
         eps = dpsgd_epsilon(noise_multiplier=0.45, sample_rate=0.1, steps=5, delta=1e-5)
     assert np.isfinite(eps)
     assert not [r for r in caplog.records if r.name == "absl"]
+
+
+def test_replace_one_is_dp_accounting_replace_one_at_twice_the_bound():
+    # What dp-accounting's REPLACE_ONE assumes: at q = 1 it is the Gaussian
+    # mechanism at distance 2 (two unit-norm examples in opposite directions).
+    from dp_accounting import NeighboringRelation
+
+    from sklearn_fil.accounting import gaussian_epsilon
+
+    acc = PLDAccountant(neighboring_relation=NeighboringRelation.REPLACE_ONE)
+    acc.compose(PoissonSampledDpEvent(1.0, GaussianDpEvent(1.0)))
+    two = gaussian_epsilon(sigma=1.0, sensitivity=2.0, delta=1e-5)
+    assert acc.get_epsilon(1e-5) == pytest.approx(two, rel=1e-6)
+    for accountant in ("rdp", "pld"):
+        got = dpsgd_epsilon(
+            noise_multiplier=1.0, sample_rate=1.0, steps=1, delta=1e-5,
+            accountant=accountant, neighboring_relation="replace_one",
+        )
+        assert got >= two * (1 - 1e-12)
+    # replace-one at q = 0.01, 1000 steps (issue 15): 2.84, not add/remove's 1.83
+    acc = PLDAccountant(neighboring_relation=NeighboringRelation.REPLACE_ONE)
+    event = SelfComposedDpEvent(PoissonSampledDpEvent(0.01, GaussianDpEvent(1.0)), 1000)
+    acc.compose(event)
+    got = dpsgd_epsilon(
+        noise_multiplier=1.0, sample_rate=0.01, steps=1000, delta=1e-5,
+        accountant="pld", neighboring_relation="replace_one",
+    )
+    assert got == pytest.approx(acc.get_epsilon(1e-5), rel=1e-12)
+    assert got == pytest.approx(2.84, abs=0.01)
+    add_remove = dpsgd_epsilon(
+        noise_multiplier=1.0, sample_rate=0.01, steps=1000, delta=1e-5,
+        accountant="pld",
+    )
+    assert add_remove == pytest.approx(1.83, abs=0.01)
+
+
+def test_rdp_replace_one_poisson_and_bad_relation_raise():
+    with pytest.raises(ValueError, match="cannot account Poisson sampling"):
+        dpsgd_epsilon(
+            noise_multiplier=1.0, sample_rate=0.1, steps=10, delta=1e-5,
+            accountant="rdp", neighboring_relation="replace_one",
+        )
+    with pytest.raises(ValueError, match="neighboring_relation must be one of"):
+        dpsgd_epsilon(
+            noise_multiplier=1.0, sample_rate=0.1, steps=10, delta=1e-5,
+            neighboring_relation="replace",
+        )
+
+
+def test_pld_at_small_noise_is_finite_and_bounded_in_memory():
+    # dp-accounting's default grid would need terabytes at noise 1e-3.
+    got = dpsgd_epsilon(
+        noise_multiplier=1e-3, sample_rate=0.1, steps=10, delta=1e-5,
+        accountant="pld", neighboring_relation="replace_one",
+    )
+    assert 1e5 < got < math.inf
+    shuffled = dpsgd_epsilon(
+        noise_multiplier=1e-3, sample_rate=1.0, steps=3, delta=1e-5,
+        accountant="pld", neighboring_relation="replace_one",
+    )
+    assert 1e5 < shuffled < math.inf
