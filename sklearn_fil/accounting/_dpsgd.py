@@ -567,8 +567,10 @@ def _check_relation(neighboring_relation, accountant, sample_rate):
             f"neighboring_relation must be one of {_RELATIONS}, got "
             f"neighboring_relation={neighboring_relation!r}."
         )
-    if neighboring_relation == "replace_one" and accountant == "rdp" and (
-        0.0 < sample_rate < 1.0
+    if (
+        neighboring_relation == "replace_one"
+        and accountant == "rdp"
+        and (0.0 < sample_rate < 1.0)
     ):
         raise ValueError(
             "accountant='rdp' cannot account Poisson sampling under "

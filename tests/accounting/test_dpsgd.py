@@ -767,8 +767,12 @@ def test_replace_one_is_dp_accounting_replace_one_at_twice_the_bound():
     assert acc.get_epsilon(1e-5) == pytest.approx(two, rel=1e-6)
     for accountant in ("rdp", "pld"):
         got = dpsgd_epsilon(
-            noise_multiplier=1.0, sample_rate=1.0, steps=1, delta=1e-5,
-            accountant=accountant, neighboring_relation="replace_one",
+            noise_multiplier=1.0,
+            sample_rate=1.0,
+            steps=1,
+            delta=1e-5,
+            accountant=accountant,
+            neighboring_relation="replace_one",
         )
         assert got >= two * (1 - 1e-12)
     # replace-one at q = 0.01, 1000 steps (issue 15): 2.84, not add/remove's 1.83
@@ -776,13 +780,20 @@ def test_replace_one_is_dp_accounting_replace_one_at_twice_the_bound():
     event = SelfComposedDpEvent(PoissonSampledDpEvent(0.01, GaussianDpEvent(1.0)), 1000)
     acc.compose(event)
     got = dpsgd_epsilon(
-        noise_multiplier=1.0, sample_rate=0.01, steps=1000, delta=1e-5,
-        accountant="pld", neighboring_relation="replace_one",
+        noise_multiplier=1.0,
+        sample_rate=0.01,
+        steps=1000,
+        delta=1e-5,
+        accountant="pld",
+        neighboring_relation="replace_one",
     )
     assert got == pytest.approx(acc.get_epsilon(1e-5), rel=1e-12)
     assert got == pytest.approx(2.84, abs=0.01)
     add_remove = dpsgd_epsilon(
-        noise_multiplier=1.0, sample_rate=0.01, steps=1000, delta=1e-5,
+        noise_multiplier=1.0,
+        sample_rate=0.01,
+        steps=1000,
+        delta=1e-5,
         accountant="pld",
     )
     assert add_remove == pytest.approx(1.83, abs=0.01)
@@ -791,12 +802,19 @@ def test_replace_one_is_dp_accounting_replace_one_at_twice_the_bound():
 def test_rdp_replace_one_poisson_and_bad_relation_raise():
     with pytest.raises(ValueError, match="cannot account Poisson sampling"):
         dpsgd_epsilon(
-            noise_multiplier=1.0, sample_rate=0.1, steps=10, delta=1e-5,
-            accountant="rdp", neighboring_relation="replace_one",
+            noise_multiplier=1.0,
+            sample_rate=0.1,
+            steps=10,
+            delta=1e-5,
+            accountant="rdp",
+            neighboring_relation="replace_one",
         )
     with pytest.raises(ValueError, match="neighboring_relation must be one of"):
         dpsgd_epsilon(
-            noise_multiplier=1.0, sample_rate=0.1, steps=10, delta=1e-5,
+            noise_multiplier=1.0,
+            sample_rate=0.1,
+            steps=10,
+            delta=1e-5,
             neighboring_relation="replace",
         )
 
@@ -804,12 +822,20 @@ def test_rdp_replace_one_poisson_and_bad_relation_raise():
 def test_pld_at_small_noise_is_finite_and_bounded_in_memory():
     # dp-accounting's default grid would need terabytes at noise 1e-3.
     got = dpsgd_epsilon(
-        noise_multiplier=1e-3, sample_rate=0.1, steps=10, delta=1e-5,
-        accountant="pld", neighboring_relation="replace_one",
+        noise_multiplier=1e-3,
+        sample_rate=0.1,
+        steps=10,
+        delta=1e-5,
+        accountant="pld",
+        neighboring_relation="replace_one",
     )
     assert 1e5 < got < math.inf
     shuffled = dpsgd_epsilon(
-        noise_multiplier=1e-3, sample_rate=1.0, steps=3, delta=1e-5,
-        accountant="pld", neighboring_relation="replace_one",
+        noise_multiplier=1e-3,
+        sample_rate=1.0,
+        steps=3,
+        delta=1e-5,
+        accountant="pld",
+        neighboring_relation="replace_one",
     )
     assert 1e5 < shuffled < math.inf

@@ -167,11 +167,7 @@ def test_epsilon_matches_dp_accounting(clipping, relation, accountant):
     )
     # The per-instance column (add/remove) is capped by the add/remove RDP
     # epsilon of the same run, and so is below epsilon_ of either relation.
-    cap = (
-        dp_accounting.rdp.RdpAccountant()
-        .compose(event)
-        .get_epsilon(1e-5)
-    )
+    cap = dp_accounting.rdp.RdpAccountant().compose(event).get_epsilon(1e-5)
     per_instance = clf.privacy_report_["epsilon"]
     assert (per_instance <= cap * (1 + 1e-12)).all()
     if accountant == "rdp" or relation == "replace_one":
@@ -535,7 +531,9 @@ def _full_batch_release(X, y, seed, **params):
         warnings.simplefilter("ignore", PrivacyLeakWarning)  # delta >= 1/n
         clf.fit(X, y)
     step = clf.recorded_steps_[0]
-    released = np.concatenate([step["grad_coefs"][0].ravel(), step["grad_intercepts"][0]])
+    released = np.concatenate(
+        [step["grad_coefs"][0].ravel(), step["grad_intercepts"][0]]
+    )
     return clf, released
 
 
@@ -576,8 +574,12 @@ def test_shuffle_with_gelu_clipping_uses_twice_the_gelu_bound():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", PrivacyLeakWarning)
         clf = DPSGDClassifier(
-            batch_size=10, sampling="shuffle", max_iter=3, delta=1e-3,
-            fil_accounting=False, random_state=0,
+            batch_size=10,
+            sampling="shuffle",
+            max_iter=3,
+            delta=1e-3,
+            fil_accounting=False,
+            random_state=0,
         ).fit(X, y)
     s = gelu_clip_max_norm(1.0)
     # three epochs: one Gaussian mechanism each, at distance 2 s
@@ -602,8 +604,13 @@ def test_poisson_replace_one_epsilon_is_dp_accounting_replace_one():
             )
         )
         got = dpsgd_epsilon(
-            noise_multiplier=1.0, sample_rate=0.01, steps=1000, delta=1e-5,
-            sensitivity=s, accountant="pld", neighboring_relation="replace_one",
+            noise_multiplier=1.0,
+            sample_rate=0.01,
+            steps=1000,
+            delta=1e-5,
+            sensitivity=s,
+            accountant="pld",
+            neighboring_relation="replace_one",
         )
         assert got == pytest.approx(acc.get_epsilon(1e-5), rel=1e-9)
         if clipping == "hard":
@@ -615,8 +622,12 @@ def test_add_remove_needs_public_n_and_then_ignores_the_realised_n():
     fits = []
     for n in (25, 26):
         clf = DPSGDClassifier(
-            batch_size=5, max_iter=2, neighboring_relation="add_remove",
-            public_n_samples=30, record_steps=[1], fil_accounting=False,
+            batch_size=5,
+            max_iter=2,
+            neighboring_relation="add_remove",
+            public_n_samples=30,
+            record_steps=[1],
+            fil_accounting=False,
             random_state=0,
         ).fit(X[:n], y[:n])
         fits.append(clf)
@@ -657,8 +668,10 @@ def test_bad_relation_settings_fail_before_any_work():
             clf.fit(X, y)
         assert not [a for a in vars(clf) if a.endswith("_")]
         clf.set_params(
-            neighboring_relation="replace_one", public_n_samples=None,
-            sampling="poisson", accountant="pld",
+            neighboring_relation="replace_one",
+            public_n_samples=None,
+            sampling="poisson",
+            accountant="pld",
         )
     with pytest.raises(InvalidParameterError):
         DPSGDClassifier(neighboring_relation="replace").fit(X, y)
@@ -686,9 +699,16 @@ def test_huge_rows_are_clipped_not_dropped(clipping):
     with warnings.catch_warnings():
         warnings.simplefilter("error", RuntimeWarning)
         clf = DPSGDClassifier(
-            batch_size=20, sampling="shuffle", max_iter=1, clipping=clipping,
-            noise_multiplier=1e-6, accountant="rdp", record_steps=1,
-            fil_accounting=False, random_state=0, delta=1e-3,
+            batch_size=20,
+            sampling="shuffle",
+            max_iter=1,
+            clipping=clipping,
+            noise_multiplier=1e-6,
+            accountant="rdp",
+            record_steps=1,
+            fil_accounting=False,
+            random_state=0,
+            delta=1e-3,
         ).fit(X, y)
     summed = clf.recorded_steps_[0]["grad_coefs"][0].ravel() * 20
     # row 0's clipped gradient: -c (x_0, 1) / 2 with norm C (hard) or ~C
