@@ -518,6 +518,15 @@ def _summary(estimator, data, model, args, data_norm, sym):
     if data_norm is not None:
         model_text += f", rows clipped to norm {sym['le']} {data_norm:g}"
     lines.append(model_text)
+    if data_norm is not None:
+        lines.append(
+            f"        clipping rescaled {estimator.n_clipped_} of {n} rows"
+            + (
+                " (most of them: see the warning above)"
+                if 2 * estimator.n_clipped_ > n
+                else ""
+            )
+        )
     if data.get("model_note"):
         lines.append(f"        ({data['model_note']})")
 
@@ -576,11 +585,13 @@ def _summary(estimator, data, model, args, data_norm, sym):
     if epsilon is None:
         lines.append(f"{sym['eps']}: not defined (no DP guarantee: {reason})")
     else:
-        default = " (1/n)" if args.delta is None else ""
+        default = " (the default, below 1/n)" if args.delta is None else ""
         lines += [
             f"{sym['eps']} = {_num(epsilon)} at {sym['delta']} = {delta:.4g}{default}: "
             f"the released weights are ({sym['eps']}, {sym['delta']})-DP",
-            f"  for {data['dp_scope']}",
+            f"  for {data['dp_scope']},",
+            "  under replace-one neighbours (data sets of the same, public size",
+            "  that differ in one example)",
         ]
     return lines
 

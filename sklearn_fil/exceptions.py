@@ -3,7 +3,7 @@
 # Authors: The sklearn-fil developers
 # SPDX-License-Identifier: BSD-3-Clause
 
-__all__ = ["CalibrationRangeWarning", "PrivacyLeakWarning"]
+__all__ = ["CalibrationRangeWarning", "ClippingWarning", "PrivacyLeakWarning"]
 
 
 class PrivacyLeakWarning(RuntimeWarning):
@@ -28,4 +28,14 @@ class CalibrationRangeWarning(UserWarning):
     holds only for epsilon < 1, so larger values are ratios of sensitivity to
     variability on a familiar scale, not (epsilon, delta) pairs. The rows
     concerned also carry a ``caveat`` in ``audit_report_``.
+    """
+
+
+class ClippingWarning(UserWarning):
+    """Clipping changed much of the training data.
+
+    Issued by :class:`~sklearn_fil.OutputPerturbedLogisticRegression` when
+    ``data_norm`` rescales more than half of the rows: the DP guarantee
+    still holds, but it is about a model fitted on shrunken data, which may
+    be no better than a constant. ``n_clipped_`` gives the count.
     """

@@ -105,7 +105,9 @@ def test_bundled_report(tmp_path, capsys):
     epsilon = _epsilon_in(out)
     assert epsilon is not None and math.isfinite(epsilon) and epsilon > 0
     assert epsilon == pytest.approx(est.epsilon_, rel=1e-3)
-    assert "δ = 0.001757" in out
+    assert "δ = 1e-05 (the default, below 1/n)" in out
+    assert "under replace-one" in out
+    assert f"clipping rescaled {est.n_clipped_} of 569 rows" in out
     assert "569 examples, 30 features" in out
     assert "\N{GREEK SMALL LETTER SIGMA} = 0.1" in out and "λ = 0.01" in out
     for heading in ("min", "25%", "median", "75%", "95%", "max"):

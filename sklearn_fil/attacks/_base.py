@@ -27,6 +27,8 @@ from sklearn_fil.linear_model import (
     OutputPerturbedLinearRegression,
     OutputPerturbedLogisticRegression,
 )
+from sklearn_fil.utils._clipping import clip_rows
+from sklearn_fil.utils._onehot import onehot_columns
 from sklearn_fil.utils._sklearn_compat import _check_sample_weight
 
 _SUPPORTED = (OutputPerturbedLinearRegression, OutputPerturbedLogisticRegression)
@@ -52,6 +54,8 @@ class GLMRecipe:
         Whether there is an intercept, and whether it is penalised.
     data_norm : float or None
         Rows were clipped to this L2 norm before training.
+    clip_exempt : tuple of int
+        Columns of one-hot groups, which clipping leaves as they are.
     classes : ndarray or None
         The two classes of a classifier (``classes[1]`` is encoded as 1).
     coef : ndarray of shape (n_features,)
@@ -72,6 +76,7 @@ class GLMRecipe:
     coef: np.ndarray
     intercept: float
     weighted: bool = False
+    clip_exempt: tuple[int, ...] = ()
 
     @property
     def weights(self):
@@ -96,8 +101,7 @@ class GLMRecipe:
         """Rows as the training procedure saw them (clipped to ``data_norm``)."""
         if self.data_norm is None:
             return X
-        norms = np.linalg.norm(X, axis=1)
-        return X * np.minimum(1.0, self.data_norm / np.maximum(norms, 1e-300))[:, None]
+        return clip_rows(X, self.data_norm, exempt=self.clip_exempt)[0]
 
     def encode(self, y):
         """Targets as the loss sees them: floats, or 0/1 against ``classes``."""
@@ -186,6 +190,15 @@ def target_glm(model, attack, *, informed=False):
         coef=np.asarray(model.coef_, dtype=np.float64).copy(),
         intercept=float(model.intercept_),
         weighted=weighted,
+        clip_exempt=tuple(
+            j
+            for cols in onehot_columns(
+                model.onehot_groups,
+                getattr(model, "feature_names_in_", None),
+                model.n_features_in_,
+            ).values()
+            for j in cols
+        ),
     )
 
 

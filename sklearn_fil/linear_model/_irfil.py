@@ -15,7 +15,6 @@ from sklearn_fil.linear_model._output_perturbation import (
     OutputPerturbedLinearRegression,
     OutputPerturbedLogisticRegression,
     _BaseOutputPerturbed,
-    _no_guarantee,
 )
 from sklearn_fil.utils._sklearn_compat import Interval
 
@@ -206,10 +205,13 @@ class _IRFILMixin:
     def _report_extra(self, omega):
         return {"weight": omega}
 
-    def _guarantee(self, n_eff, omega, X):
-        return _no_guarantee(_NO_DP_IRFIL_MSG)
+    def _dp_bound(self, omega):
+        return None, _NO_DP_IRFIL_MSG
 
-    def _preprocess(self, X):
+    def _delta(self, n_samples):
+        return None
+
+    def _preprocess(self, X, groups):
         return X
 
     def _tol(self):

@@ -4,6 +4,7 @@
 # SPDX-License-Identifier: BSD-3-Clause
 
 import copy
+import warnings
 from numbers import Integral, Real
 from typing import ClassVar
 
@@ -18,11 +19,13 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from sklearn_fil._report import make_privacy_report
 from sklearn_fil.accounting import (
     Guarantee,
+    check_delta,
     gaussian_epsilon,
     gaussian_rdp,
     mse_bound_rdp,
     output_perturbation_sensitivity,
 )
+from sklearn_fil.exceptions import ClippingWarning
 from sklearn_fil.fisher import fisher_information_loss
 from sklearn_fil.fisher._engine import (
     _default_chunk,
@@ -31,8 +34,10 @@ from sklearn_fil.fisher._engine import (
     eigh_spd,
 )
 from sklearn_fil.fisher._losses import LOSSES
+from sklearn_fil.utils._clipping import clip_rows, row_norms, vector_norm
 from sklearn_fil.utils._fitted import fit_or_clear
 from sklearn_fil.utils._guarantee import GuaranteeMixin
+from sklearn_fil.utils._onehot import onehot_columns
 from sklearn_fil.utils._sklearn_compat import (
     Interval,
     _check_sample_weight,
@@ -48,6 +53,16 @@ _NOT_STRONGLY_CONVEX_MSG = (
     "(penalize_intercept=False), so the objective is not strongly convex in it "
     "and the sensitivity bound 2 L / (n lam) does not hold."
 )
+_NO_STRONG_CONVEXITY_MSG = (
+    "No differential-privacy guarantee: lam=0 gives no strong convexity."
+)
+_PRIVATE_WEIGHTS_MSG = (
+    "No differential-privacy guarantee: the sample weights are not uniform and "
+    "were not declared public (public_sample_weight=True). The sensitivity "
+    "2 L max(omega) / (sum(omega) lam) depends on them, so it bounds the change "
+    "of the minimiser only when every row's weight is a public constant that "
+    "stays with its position when the example is replaced."
+)
 _NO_DP_LINEAR_MSG = (
     "No differential-privacy guarantee: the squared loss has an unbounded "
     "gradient, so output perturbation of linear regression is not DP. Use the "
@@ -60,6 +75,12 @@ _NO_DP_LINEAR_MSG = (
 # training recipe that attacks re-run, so release() keeps it).
 _PRIVATE_STATE = ("_weighted",)
 _MECHANISM = "Gaussian output perturbation of the minimiser"
+# The DP path certifies that the released centre is within this fraction of
+# the sensitivity of the exact minimiser (strong convexity turns the final
+# gradient into a distance); the sensitivity grows by twice as much, once for
+# each of two neighbouring data sets. Far above the rounding of the gradient
+# (about n * 1e-16 of the sensitivity), far below anything that moves epsilon.
+_CERTIFIED_FRACTION = 1e-6
 
 
 def _no_guarantee(reason):
@@ -74,14 +95,27 @@ def _noise_rng(random_state):
 
 
 def _fit_glm(
-    X, y, omega, loss, lam, fit_intercept, penalize_intercept, tol, max_iter, w0=None
+    X,
+    y,
+    omega,
+    loss,
+    lam,
+    fit_intercept,
+    penalize_intercept,
+    tol,
+    max_iter,
+    w0=None,
+    gtol=None,
 ):
     """Minimise ``sum_i omega_i l(w^T x_i, y_i) + (n lam / 2) ||w||^2``.
 
     Exact for the squared loss; damped Newton for the logistic loss, from
     ``w0`` (default zeros). Once the Newton step is below ``tol * (1 + ||w||)``
     it is taken in full and the iteration stops: quadratic convergence leaves
-    an error of order ``tol^2``.
+    an error of order ``tol^2``. With ``gtol`` it stops only where, in
+    addition, the gradient norm is at most ``gtol`` (a certificate: with
+    strong convexity ``mu``, the returned weights are within ``gtol / mu`` of
+    the exact minimiser, whatever ``tol``).
     """
     d = X.shape[1]
     p = d + fit_intercept
@@ -116,9 +150,16 @@ def _fit_glm(
         H[np.diag_indices(p)] += reg
         h_eval, h_evec = eigh_spd(H)
         step = (h_evec / h_eval) @ (h_evec.T @ g)
-        if np.linalg.norm(step) <= tol * (1.0 + np.linalg.norm(w)):
+        if vector_norm(step) <= tol * (1.0 + vector_norm(w)):
             # inside the region of quadratic convergence: a last full step
-            return w - step, it
+            w_new = w - step
+            if gtol is None:
+                return w_new, it
+            r_new, _ = family.derivatives(augmented(w_new), y)
+            if vector_norm(grad_of(r_new) + reg * w_new) <= gtol:
+                return w_new, it
+            w, f = w_new, objective(w_new)  # not certified yet: go on
+            continue
         t = 1.0
         while True:  # backtracking (Armijo) line search on a convex objective
             w_new = w - t * step
@@ -129,10 +170,11 @@ def _fit_glm(
                 break
             t *= 0.5
         w, f = w_new, f_new
+    certify = "" if gtol is None else f" and the gradient norm {gtol:.3g}"
     raise ValueError(
-        f"Newton's method did not reach the tolerance tol={tol} in max_iter="
-        f"{max_iter} iterations: the objective may have no minimiser (separable "
-        "classes with lam=0). Set lam > 0 or raise max_iter."
+        f"Newton's method did not reach the tolerance tol={tol}{certify} in "
+        f"max_iter={max_iter} iterations: the objective may have no minimiser "
+        "(separable classes with lam=0). Set lam > 0 or raise max_iter."
     )
 
 
@@ -155,35 +197,24 @@ class _BaseOutputPerturbed(GuaranteeMixin, BaseEstimator):
         """Targets as the loss needs them, and ``classes_`` (None: regression)."""
         return y, None
 
-    def _guarantee(self, n_eff, omega, X):
-        """The DP guarantee of the release, or why there is none."""
-        return _no_guarantee(_NO_DP_LINEAR_MSG)
+    def _dp_bound(self, omega):
+        """``(sensitivity, None)`` of the exact minimiser, or ``(None, reason)``.
+
+        ``omega``: the example weights, scaled to a largest weight of 1.
+        """
+        return None, _NO_DP_LINEAR_MSG
+
+    def _delta(self, n_samples):
+        """δ of the guarantee (checked before any work)."""
+        return None
 
     def _onehot_indices(self):
         """Column indices of each constrained one-hot group, by group name."""
-        if not self.onehot_groups:
-            return {}
-        names = list(getattr(self, "feature_names_in_", []))
-        out = {}
-        for group, cols in self.onehot_groups.items():
-            idx = []
-            for col in cols:
-                if isinstance(col, Integral | np.integer) and not isinstance(col, bool):
-                    if not 0 <= col < self.n_features_in_:
-                        raise ValueError(
-                            f"onehot_groups[{group!r}] names column index {col}, "
-                            f"outside [0, {self.n_features_in_})."
-                        )
-                    idx.append(int(col))
-                elif col in names:
-                    idx.append(names.index(col))
-                else:
-                    raise ValueError(
-                        f"onehot_groups[{group!r}] names {col!r}, which is not a "
-                        "feature of X."
-                    )
-            out[group] = idx
-        return out
+        return onehot_columns(
+            self.onehot_groups,
+            getattr(self, "feature_names_in_", None),
+            self.n_features_in_,
+        )
 
     def fit(self, X, y, sample_weight=None):
         """Fit the model, add Gaussian noise and compute the privacy report.
@@ -222,13 +253,20 @@ class _BaseOutputPerturbed(GuaranteeMixin, BaseEstimator):
             y_numeric=self._loss == "squared",
         )
         y, classes = self._encode_y(y)
-        omega = _check_sample_weight(sample_weight, X, dtype=np.float64)
-        if not omega.sum() > 0:
-            raise ValueError("sample_weight must have a positive sum.")
+        omega = _check_sample_weight(
+            sample_weight, X, dtype=np.float64, ensure_non_negative=True
+        )
+        if not omega.max() > 0:
+            raise ValueError("sample_weight must have a positive entry.")
+        # The minimiser and the FIL are invariant to scaling every weight by
+        # one constant (the penalty scales with their sum); a largest weight
+        # of 1 keeps tiny or huge weights from under- or overflowing.
+        omega = omega / omega.max()
+        delta = self._delta(X.shape[0])
         groups = self._onehot_indices()
-        X = self._preprocess(X)
         # one-hot groups are checked before the (possibly long) fit
         _parse_onehot_groups(list(groups.values()), X, names=list(groups))
+        X = self._preprocess(X, groups)
         w, omega, result = self._solve(X, y, omega, groups)
         d = X.shape[1]
 
@@ -251,7 +289,7 @@ class _BaseOutputPerturbed(GuaranteeMixin, BaseEstimator):
         report = make_privacy_report(
             result, attribute_names, index=index, **self._report_extra(omega)
         )
-        guarantee = self._guarantee(float(omega.sum()), omega, X)
+        guarantee = self._guarantee(omega, delta)
 
         rng = _noise_rng(self.random_state)
         noise = rng.normal(0.0, self.sigma, size=w.shape[0])
@@ -277,6 +315,11 @@ class _BaseOutputPerturbed(GuaranteeMixin, BaseEstimator):
         return w, omega, self._fil(X, y, w, omega, groups)
 
     def _minimise(self, X, y, omega, w0=None):
+        sensitivity, _ = self._dp_bound(omega)
+        gtol = None
+        if sensitivity is not None:
+            # strong convexity sum(omega) lam turns the gradient into a distance
+            gtol = _CERTIFIED_FRACTION * sensitivity * float(omega.sum()) * self.lam
         return _fit_glm(
             X,
             y,
@@ -288,6 +331,7 @@ class _BaseOutputPerturbed(GuaranteeMixin, BaseEstimator):
             self._tol(),
             self._max_iter(),
             w0=w0,
+            gtol=gtol,
         )
 
     def _fil(self, X, y, w, omega, groups):
@@ -316,8 +360,32 @@ class _BaseOutputPerturbed(GuaranteeMixin, BaseEstimator):
     def _max_iter(self):
         return 1
 
-    def _preprocess(self, X):
+    def _preprocess(self, X, groups):
+        """The rows as the model is fitted on them."""
         return X
+
+    def _guarantee(self, omega, delta):
+        """The DP guarantee of the release, or why there is none."""
+        sensitivity, reason = self._dp_bound(omega)
+        if sensitivity is None:
+            return _no_guarantee(reason)
+        # The released centre is certified within _CERTIFIED_FRACTION *
+        # sensitivity of the exact minimiser, on either neighbouring data set.
+        sensitivity *= 1.0 + 2.0 * _CERTIFIED_FRACTION
+        weights_public = bool(self.public_sample_weight)
+        return Guarantee(
+            epsilon=gaussian_epsilon(
+                sigma=self.sigma, sensitivity=sensitivity, delta=delta
+            ),
+            delta=delta,
+            neighboring_relation="replace_one",
+            public=("n_samples", "sample_weight") if weights_public else ("n_samples",),
+            mechanism=_MECHANISM,
+            accountant="analytic Gaussian mechanism (dp-accounting)",
+            sensitivity=float(sensitivity),
+            noise_std=float(self.sigma),
+            weights_public=weights_public,
+        )
 
     @property
     def rdp_epsilon_(self):
@@ -522,13 +590,24 @@ class OutputPerturbedLogisticRegression(ClassifierMixin, _BaseOutputPerturbed):
 
     With ``data_norm`` set, every row is clipped to that L2 norm before
     fitting; with ``lam > 0`` and the intercept penalised (or absent) the
-    release is then (ε, δ)-DP for the Gaussian mechanism with L2 sensitivity
-    ``2 L max(omega) / (n lam)``, ``L = sqrt(data_norm^2 + 1)`` with an
-    intercept and ``data_norm`` without (Chaudhuri et al., 2011), reported as
-    ``epsilon_`` at ``delta_``, and (2, ε)-RDP with ``ε = 2 Δ^2 / (2
-    sigma^2)`` (``4 / (n lam sigma)^2`` at ``L = 1``, Guo et al., 2022). In
-    every other case no ε is reported and asking for one warns with
+    release is then (ε, δ)-DP for the Gaussian mechanism, reported in
+    ``guarantee_`` (read by ``epsilon_`` and ``delta_``), and (2, ε)-RDP
+    with ``ε = Δ^2 / sigma^2`` (``4 / (n lam sigma)^2`` at ``L = 1``, Guo et
+    al., 2022). The guarantee is for **replace-one** neighbours (data sets of
+    the same, public size that differ in one example, features and label).
+    Its L2 sensitivity is ``Δ = (1 + 2e-6) 2 L max(omega) / (sum(omega)
+    lam)``, ``L = sqrt(data_norm^2 + 1)`` with an intercept and
+    ``data_norm`` without (Chaudhuri et al., 2011): Newton's method runs
+    until the final gradient certifies, by strong convexity, that the
+    released centre is within ``1e-6 Δ`` of the exact minimiser, whatever
+    ``tol``. Non-uniform ``sample_weight`` enters Δ, so it gives an ε only
+    with ``public_sample_weight=True``. In every other case no ε is reported
+    and asking for one warns with
     :class:`~sklearn_fil.exceptions.PrivacyLeakWarning`.
+
+    One-hot groups and clipping work together: their 0/1 columns are never
+    rescaled (a row of ``k`` groups has ``k`` ones), and the other columns
+    are clipped to the remaining budget ``sqrt(data_norm^2 - k)``.
 
     The privacy report is itself sensitive: it is computed from each
     example's data and must not be published; publish :meth:`release` only.
@@ -551,14 +630,24 @@ class OutputPerturbedLogisticRegression(ClassifierMixin, _BaseOutputPerturbed):
         Whether the label is a private coordinate of each example.
     data_norm : float, default=None
         Clip every row to this L2 norm before fitting; enables the DP
-        guarantee. The report then concerns the clipped rows.
+        guarantee. The report then concerns the clipped rows. Clipping more
+        than half of the rows warns with
+        :class:`~sklearn_fil.exceptions.ClippingWarning`.
     delta : float, default=None
-        δ of the reported guarantee; None means ``1 / n_samples``.
+        δ of the reported guarantee; None means
+        :func:`~sklearn_fil.accounting.default_delta`, ``min(1e-5, 1 / (10
+        n))``. A δ of ``1 / n`` or more warns with
+        :class:`~sklearn_fil.exceptions.PrivacyLeakWarning`.
+    public_sample_weight : bool, default=False
+        Whether ``sample_weight`` is public: a constant fixed to each row's
+        position, chosen without looking at the data. Only then do
+        non-uniform weights give a DP guarantee.
     tol : float, default=1e-10
         Newton stops once its full step is below ``tol * (1 + ||w||)``; by
         quadratic convergence the minimiser then has a relative error of
         order ``tol^2``, far below the ``1e-6`` relative accuracy promised for
-        the FIL.
+        the FIL. With a DP guarantee it also runs until the gradient
+        certifies the distance to the exact minimiser (see above).
     max_iter : int, default=100
         Maximum Newton iterations; not converging is an error.
     onehot_groups : dict, default=None
@@ -586,6 +675,11 @@ class OutputPerturbedLogisticRegression(ClassifierMixin, _BaseOutputPerturbed):
         FIL of the whole training set.
     n_iter_ : int
         Newton iterations.
+    n_clipped_ : int
+        Number of training rows that ``data_norm`` rescaled (0 without it).
+    guarantee_ : Guarantee
+        The (ε, δ)-DP guarantee: relation, what is public, mechanism,
+        sensitivity and noise, or the reason there is none.
     n_features_in_ : int
         Number of features seen during fit.
     feature_names_in_ : ndarray of shape (`n_features_in_`,)
@@ -594,6 +688,7 @@ class OutputPerturbedLogisticRegression(ClassifierMixin, _BaseOutputPerturbed):
     See Also
     --------
     OutputPerturbedLinearRegression : The squared-loss counterpart.
+    sklearn_fil.audit.EpsilonAudit : Checks ε empirically with many releases.
     sklearn_fil.fisher.fisher_information_loss : The FIL engine.
 
     References
@@ -616,7 +711,9 @@ class OutputPerturbedLogisticRegression(ClassifierMixin, _BaseOutputPerturbed):
     ...     sigma=0.5, lam=0.1, fit_intercept=False, data_norm=1.0, random_state=0
     ... ).fit(X, y)
     >>> round(clf.epsilon_, 2), clf.delta_
-    (0.68, 0.01)
+    (1.55, 1e-05)
+    >>> clf.guarantee_.neighboring_relation
+    'replace_one'
     >>> clf.privacy_report_.shape
     (100, 8)
     """
@@ -627,6 +724,7 @@ class OutputPerturbedLogisticRegression(ClassifierMixin, _BaseOutputPerturbed):
         **_BaseOutputPerturbed._parameter_constraints,
         "data_norm": [None, Interval(Real, 0, None, closed="neither")],
         "delta": [None, Interval(Real, 0, 1, closed="neither")],
+        "public_sample_weight": ["boolean"],
         "tol": [Interval(Real, 0, None, closed="neither")],
         "max_iter": [Interval(Integral, 1, None, closed="left")],
     }
@@ -641,6 +739,7 @@ class OutputPerturbedLogisticRegression(ClassifierMixin, _BaseOutputPerturbed):
         private_label=True,
         data_norm=None,
         delta=None,
+        public_sample_weight=False,
         tol=1e-10,
         max_iter=100,
         onehot_groups=None,
@@ -653,6 +752,7 @@ class OutputPerturbedLogisticRegression(ClassifierMixin, _BaseOutputPerturbed):
         self.private_label = private_label
         self.data_norm = data_norm
         self.delta = delta
+        self.public_sample_weight = public_sample_weight
         self.tol = tol
         self.max_iter = max_iter
         self.onehot_groups = onehot_groups
@@ -676,45 +776,54 @@ class OutputPerturbedLogisticRegression(ClassifierMixin, _BaseOutputPerturbed):
     def _max_iter(self):
         return self.max_iter
 
-    def _preprocess(self, X):
+    def _preprocess(self, X, groups):
+        self.n_clipped_ = 0
         if self.data_norm is None:
             return X
-        norms = np.linalg.norm(X, axis=1)
-        scale = np.minimum(
-            1.0, self.data_norm / np.maximum(norms, np.finfo(float).tiny)
-        )
-        return X * scale[:, None]
-
-    def _guarantee(self, n_eff, omega, X):
-        if self.data_norm is None:
-            return _no_guarantee(_NO_DATA_NORM_MSG)
-        if self.fit_intercept and not self.penalize_intercept:
-            return _no_guarantee(_NOT_STRONGLY_CONVEX_MSG)
-        if self.lam == 0:
-            return _no_guarantee(
-                "No differential-privacy guarantee: lam=0 gives no strong convexity."
+        exempt = [j for cols in groups.values() for j in cols]
+        if len(groups) >= self.data_norm**2:
+            raise ValueError(
+                f"data_norm={self.data_norm:g} leaves no norm for the numeric "
+                f"columns: each of the {len(groups)} one-hot group(s) puts a 1 in "
+                f"every row, so data_norm must exceed sqrt({len(groups)})."
             )
-        row_norm = np.sqrt(self.data_norm**2 + float(self.fit_intercept))
-        # Weighted objective: strong convexity n_eff * lam, and replacing one
-        # example moves the gradient by at most 2 * max(omega) * L.
+        clipped, self.n_clipped_ = clip_rows(X, self.data_norm, exempt=exempt)
         n = X.shape[0]
+        if self.n_clipped_ > n / 2:
+            free = np.setdiff1d(np.arange(X.shape[1]), exempt)
+            median = float(np.median(row_norms(X[:, free])))
+            warnings.warn(
+                f"data_norm={self.data_norm:g} clipped {self.n_clipped_} of {n} "
+                f"rows (median norm {median:.3g}"
+                + (" of the numeric columns" if exempt else "")
+                + "): the model learns from rescaled data and may be little "
+                "better than a constant. Scale the features so that most rows "
+                "fit, or raise data_norm (with sigma, to keep epsilon).",
+                ClippingWarning,
+                stacklevel=7,  # the caller of fit
+            )
+        return clipped
+
+    def _delta(self, n_samples):
+        return check_delta(self.delta, n_samples) if self.data_norm else None
+
+    def _dp_bound(self, omega):
+        if self.data_norm is None:
+            return None, _NO_DATA_NORM_MSG
+        if self.fit_intercept and not self.penalize_intercept:
+            return None, _NOT_STRONGLY_CONVEX_MSG
+        if self.lam == 0:
+            return None, _NO_STRONG_CONVEXITY_MSG
+        if np.ptp(omega) > 0 and not self.public_sample_weight:
+            return None, _PRIVATE_WEIGHTS_MSG
+        row_norm = float(np.hypot(self.data_norm, float(self.fit_intercept)))
+        # Strong convexity sum(omega) lam, and replacing one example moves the
+        # gradient by at most 2 max(omega) L (omega is scaled to max 1).
+        n = omega.size
         sensitivity = output_perturbation_sensitivity(
             n_samples=n, lam=self.lam, row_norm=row_norm
-        ) * (float(omega.max()) * n / n_eff)
-        delta = 1.0 / X.shape[0] if self.delta is None else self.delta
-        return Guarantee(
-            epsilon=gaussian_epsilon(
-                sigma=self.sigma, sensitivity=sensitivity, delta=delta
-            ),
-            delta=delta,
-            neighboring_relation="replace_one",
-            public=("n_samples", "sample_weight"),
-            mechanism=_MECHANISM,
-            accountant="exact Gaussian mechanism (dp-accounting)",
-            sensitivity=float(sensitivity),
-            noise_std=float(self.sigma),
-            weights_public=True,
-        )
+        ) * (n / float(omega.sum()))
+        return sensitivity, None
 
     def decision_function(self, X):
         """Margin of the released model.

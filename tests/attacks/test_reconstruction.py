@@ -529,3 +529,30 @@ def test_irfil_target_with_its_report_weights(Model):
         GLMReconstructionAttack(model).fit(X, y)
     attack = GLMReconstructionAttack(model.release()).fit(X, y, sample_weight=omega)
     assert np.max(attack.reconstruction_mse(X)) < 1e-8 * np.mean(X**2)
+
+
+@_EPSILON_OVERFLOW
+def test_noise_free_limit_with_onehot_groups_and_clipping():
+    # With one-hot groups, training clips only the numeric block (to the
+    # budget sqrt(data_norm^2 - groups)); the attack re-runs that recipe, so
+    # the noise-free release gives back the rows exactly as training saw them.
+    rng = np.random.default_rng(1)
+    n = 40
+    level = rng.integers(0, 3, size=n)
+    numeric = _rows(n, 2, rng, radius=(0.5, 3.0))
+    X = np.column_stack([numeric, np.eye(3)[level]])
+    y = np.where(numeric[:, 0] + level > 1.5, "yes", "no")
+    model = OutputPerturbedLogisticRegression(
+        sigma=1e-9,
+        lam=LAM,
+        penalize_intercept=True,
+        data_norm=CLIP,
+        onehot_groups={"level": [2, 3, 4]},
+        random_state=0,
+    ).fit(X, y)
+    budget = np.sqrt(CLIP**2 - 1)
+    Xc = X.copy()
+    Xc[:, :2] *= np.minimum(1.0, budget / np.linalg.norm(numeric, axis=1))[:, None]
+    assert 0 < model.n_clipped_ < n
+    attack = GLMReconstructionAttack(model.release()).fit(X, y)
+    np.testing.assert_allclose(attack.transform(X), Xc, rtol=0, atol=1e-4)

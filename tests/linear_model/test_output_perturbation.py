@@ -19,7 +19,7 @@ from sklearn_fil import (
     OutputPerturbedLinearRegression,
     OutputPerturbedLogisticRegression,
 )
-from sklearn_fil.exceptions import PrivacyLeakWarning
+from sklearn_fil.exceptions import ClippingWarning, PrivacyLeakWarning
 from sklearn_fil.fisher import fisher_information_loss
 
 TINY = 1e-12  # sigma small enough that coef_ is the minimiser to ~1e-11
@@ -228,15 +228,21 @@ def test_epsilon_of_clipped_logistic(classification, fit_intercept):
         penalize_intercept=True,
         random_state=0,
     ).fit(X, y)
-    sens = 2 * np.sqrt(norm**2 + fit_intercept) / (n * lam)
+    # Chaudhuri et al.'s bound, plus twice the certified distance to the
+    # exact minimiser (1e-6 of it)
+    sens = 2 * np.sqrt(norm**2 + fit_intercept) / (n * lam) * (1 + 2e-6)
     eps, delta = est.epsilon_, est.delta_
-    assert delta == 1 / n
+    assert delta == min(1e-5, 1 / (10 * n))
+    g = est.guarantee_
+    assert g.sensitivity == pytest.approx(sens, rel=1e-12)
+    assert (g.neighboring_relation, g.public) == ("replace_one", ("n_samples",))
     # independent check with the analytic Gaussian mechanism (Balle & Wang 2018)
     assert _balle_wang_delta(eps, sigma, sens) <= delta * (1 + 1e-9)
     assert _balle_wang_delta(eps * (1 - 1e-4), sigma, sens) > delta
     assert est.rdp_epsilon_ == pytest.approx(sens**2 / sigma**2)
     if not fit_intercept:
-        assert est.rdp_epsilon_ == pytest.approx(4 / (n * lam * sigma) ** 2)
+        certified = (1 + 2e-6) ** 2
+        assert est.rdp_epsilon_ == pytest.approx(certified * 4 / (n * lam * sigma) ** 2)
     assert est.mse_bound_rdp(1.0) == pytest.approx(0.25 / np.expm1(est.rdp_epsilon_))
 
 
@@ -268,6 +274,119 @@ def test_no_guarantee_warns_and_reports_none(classification, params, match):
             assert getattr(est, attr) is None
     with pytest.warns(PrivacyLeakWarning):
         assert est.mse_bound_rdp(1.0) is None
+
+
+def _unit_rows(X):
+    return X / np.linalg.norm(X, axis=1).max()
+
+
+def test_inexact_minimiser_is_certified(classification):
+    # tol=10 used to stop after one Newton step, leaving the released centre
+    # farther from the minimiser than the whole sensitivity
+    X, y = classification
+    X = _unit_rows(X)
+    n, lam = X.shape[0], 0.1
+    params = dict(sigma=TINY, lam=lam, fit_intercept=False, data_norm=1.0)
+    est = OutputPerturbedLogisticRegression(tol=10.0, random_state=0, **params)
+    est.fit(X, y)
+    exact = LogisticRegression(C=1 / (n * lam), fit_intercept=False, tol=1e-14)
+    exact.fit(X, y)
+    sensitivity = 2 / (n * lam)
+    # the certificate: within 1e-6 of the sensitivity of the exact minimiser
+    assert np.linalg.norm(est.coef_ - exact.coef_[0]) <= 1e-6 * sensitivity + 1e-11
+
+
+def test_weights_give_epsilon_only_when_public(classification):
+    X, y = classification
+    X = _unit_rows(X)
+    omega = np.random.default_rng(0).uniform(0.5, 2.0, size=X.shape[0])
+    params = dict(sigma=0.5, lam=0.1, fit_intercept=False, data_norm=1.0)
+    est = OutputPerturbedLogisticRegression(random_state=0, **params)
+    est.fit(X, y, sample_weight=omega)
+    with pytest.warns(PrivacyLeakWarning, match="declared public"):
+        assert est.epsilon_ is None
+    est.set_params(public_sample_weight=True).fit(X, y, sample_weight=omega)
+    g = est.guarantee_
+    assert g.weights_public and "sample_weight" in g.public
+    expected = 2 * omega.max() / (omega.sum() * 0.1) * (1 + 2e-6)
+    assert g.sensitivity == pytest.approx(expected, rel=1e-12)
+    # uniform weights of any scale are the unweighted model, guarantee included
+    plain = clone(est).set_params(public_sample_weight=False).fit(X, y)
+    scaled = clone(plain).fit(X, y, sample_weight=np.full(X.shape[0], 1e-300))
+    assert scaled.guarantee_ == plain.guarantee_
+    pd.testing.assert_frame_equal(scaled.privacy_report_, plain.privacy_report_)
+    np.testing.assert_array_equal(scaled.coef_, plain.coef_)
+
+
+def test_huge_rows_are_clipped_not_zeroed(classification):
+    # np.linalg.norm overflows above ~1e154: such rows were set to zero
+    X, y = classification
+    X = _unit_rows(X)
+    huge = X.copy()
+    huge[:5] *= 1e200
+    params = dict(sigma=TINY, lam=0.1, fit_intercept=False, data_norm=0.5)
+    a = OutputPerturbedLogisticRegression(random_state=0, **params).fit(huge, y)
+    clipped = X.copy()
+    clipped[:5] *= 0.5 / np.linalg.norm(X[:5], axis=1)[:, None]
+    b = OutputPerturbedLogisticRegression(random_state=0, **params).fit(clipped, y)
+    np.testing.assert_allclose(a.coef_, b.coef_, rtol=1e-9)
+    assert a.n_clipped_ >= 5
+
+
+def test_clipping_is_counted_and_warns_when_most_rows_move(classification):
+    X, y = classification
+    norms = np.linalg.norm(X, axis=1)
+    params = dict(sigma=0.5, lam=0.1, penalize_intercept=True, random_state=0)
+    bound = float(np.quantile(norms, 0.9))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ClippingWarning)
+        est = OutputPerturbedLogisticRegression(data_norm=bound, **params).fit(X, y)
+    assert est.n_clipped_ == int((norms > bound).sum()) == 12
+    small = float(np.quantile(norms, 0.3))
+    with pytest.warns(ClippingWarning, match=f"clipped 84 of {X.shape[0]} rows"):
+        est = OutputPerturbedLogisticRegression(data_norm=small, **params).fit(X, y)
+    assert est.n_clipped_ == 84
+
+
+def test_onehot_groups_and_data_norm_together():
+    rng = np.random.default_rng(0)
+    n = 200
+    level = rng.integers(0, 3, size=n)
+    X = np.column_stack([rng.normal(size=(n, 2)) * 3, np.eye(3)[level]])
+    y = (X[:, 0] + level > 1).astype(int)
+    groups = {"level": [2, 3, 4]}
+    est = OutputPerturbedLogisticRegression(
+        sigma=TINY, lam=0.1, fit_intercept=False, data_norm=2.0, onehot_groups=groups
+    ).fit(X, y)
+    assert est.guarantee_.holds
+    assert "fil[level]" in est.privacy_report_
+    # the fit is the one on rows whose numeric block is clipped to sqrt(4 - 1)
+    budget = np.sqrt(3.0)
+    Xc = X.copy()
+    num = np.linalg.norm(X[:, :2], axis=1)
+    Xc[:, :2] *= np.minimum(1, budget / num)[:, None]
+    assert np.linalg.norm(Xc, axis=1).max() <= 2.0 * (1 + 1e-15)
+    ref = OutputPerturbedLogisticRegression(
+        sigma=TINY, lam=0.1, fit_intercept=False, onehot_groups=groups
+    ).fit(Xc, y)
+    np.testing.assert_allclose(est.coef_, ref.coef_, rtol=1e-9)
+    pd.testing.assert_frame_equal(
+        est.privacy_report_, ref.privacy_report_, check_exact=False, rtol=1e-8
+    )
+    assert est.n_clipped_ == int((num > budget).sum())
+    with pytest.raises(ValueError, match="must exceed sqrt"):
+        clone(est).set_params(data_norm=1.0).fit(X, y)
+
+
+def test_default_delta_below_one_over_n_and_large_delta_warns():
+    rng = np.random.default_rng(0)
+    X = _unit_rows(rng.normal(size=(4, 2)))
+    y = np.array([0, 1, 0, 1])
+    params = dict(sigma=1.0, lam=1.0, fit_intercept=False, data_norm=1.0)
+    est = OutputPerturbedLogisticRegression(**params).fit(X, y)
+    assert est.delta_ == 1e-5 and est.epsilon_ > 0
+    with pytest.warns(PrivacyLeakWarning, match="at least 1/n"):
+        OutputPerturbedLogisticRegression(delta=0.25, **params).fit(X, y)
 
 
 def test_linear_has_no_guarantee(regression):
