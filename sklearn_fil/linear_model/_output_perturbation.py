@@ -267,6 +267,14 @@ class _BaseOutputPerturbed(GuaranteeMixin, BaseEstimator):
         # one-hot groups are checked before the (possibly long) fit
         _parse_onehot_groups(list(groups.values()), X, names=list(groups))
         X = self._preprocess(X, groups)
+        largest = float(np.abs(X).max())
+        if not np.isfinite(largest * largest * X.shape[0] * X.shape[1]):
+            raise ValueError(
+                f"X has entries up to {largest:.3g} in magnitude: the sums of their "
+                "squares in the Hessian overflow float64. Rescale the features "
+                "(e.g. with StandardScaler)"
+                + (" or set data_norm." if "data_norm" in self.get_params() else ".")
+            )
         w, omega, result = self._solve(X, y, omega, groups)
         d = X.shape[1]
 

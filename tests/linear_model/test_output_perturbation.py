@@ -416,6 +416,7 @@ BAD_INPUT = [
     ("sigma0", "sigma"),
     ("lam_neg", "lam"),
     ("singular", "lam > 0"),
+    ("overflow", "overflow float64"),
 ]
 
 
@@ -444,6 +445,8 @@ def test_bad_input_errors_and_leaves_no_state(cls, case, match):
         params = {"sigma": 0.0}
     elif case == "lam_neg":
         params = {"lam": -1.0}
+    elif case == "overflow":
+        X[0] *= 1e200  # finite, but X^T X is not
     elif case == "singular":
         X, y = X[:3], np.array([0.0, 1.0, 0.0])  # n < number of parameters
         params = {"lam": 0.0}
