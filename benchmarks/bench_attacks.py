@@ -37,8 +37,8 @@ from sklearn_fil import (
     OutputPerturbedLinearRegression,
     OutputPerturbedLogisticRegression,
 )
+from sklearn_fil._glm import fit_glm
 from sklearn_fil.attacks import WhiteBoxAttributeInversion
-from sklearn_fil.linear_model._output_perturbation import _fit_glm
 
 HERE = Path(__file__).resolve().parent
 LAM = 1e-2
@@ -67,7 +67,7 @@ def naive_guesses(model, X, y, rows, tol):
         for value in range(LEVELS):
             Xc = X.copy()
             Xc[i, -1] = value
-            w, _ = _fit_glm(Xc, y, np.ones(len(y)), loss, LAM, True, False, tol, 100)
+            w, _ = fit_glm(Xc, y, np.ones(len(y)), loss, LAM, True, False, tol, 100)
             dist.append(np.linalg.norm(w - released))
         guesses.append(float(np.argmin(dist)))
     return np.array(guesses)
@@ -129,7 +129,7 @@ def write_markdown(path, args, rows, elapsed):
         f"- Data: n = {args.n} rows, d = {args.d} features (the last one a "
         f"{LEVELS}-level attribute, the attacked one), seed 0; models with "
         f"sigma = {args.sigma:g}, lam = {LAM:g}, an unpenalised intercept.",
-        f"- *naive*: re-fit from scratch (`_fit_glm`, the estimators' solver) for "
+        f"- *naive*: re-fit from scratch (`fit_glm`, the estimators' solver) for "
         f"each of the first {args.naive_rows} examples and {LEVELS} candidates, "
         f"scaled by n / {args.naive_rows}; *agree*: fraction of those examples "
         "where the naive and the fast attack guess the same value.",

@@ -20,7 +20,8 @@ from numbers import Integral
 import numpy as np
 from sklearn.utils.validation import check_is_fitted
 
-from sklearn_fil.fisher._losses import LOSSES
+from sklearn_fil._glm import penalty
+from sklearn_fil._losses import LOSSES
 from sklearn_fil.linear_model import (
     IRFILClassifier,
     IRFILRegressor,
@@ -87,15 +88,13 @@ class GLMRecipe:
 
     @property
     def family(self):
-        """The loss family of :mod:`sklearn_fil.fisher._losses`."""
+        """The loss family of `sklearn_fil._losses`."""
         return LOSSES[self.loss]
 
     def penalty(self, n):
         """Diagonal of the penalty's Hessian; ``n``: the sum of the example weights."""
-        reg = np.full(self.coef.size + self.fit_intercept, n * self.lam)
-        if self.fit_intercept and not self.penalize_intercept:
-            reg[-1] = 0.0
-        return reg
+        p = self.coef.size + self.fit_intercept
+        return penalty(p, n, self.lam, self.fit_intercept, self.penalize_intercept)
 
     def clip(self, X):
         """Rows as the training procedure saw them (clipped to ``data_norm``)."""

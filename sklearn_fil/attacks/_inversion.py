@@ -30,13 +30,12 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_array, gen_batches
 from sklearn.utils.validation import check_is_fitted
 
+from sklearn_fil._glm import SPDFactor, fit_glm
 from sklearn_fil.attacks._base import (
     adversary_weights,
     resolve_attribute,
     target_glm,
 )
-from sklearn_fil.fisher._engine import eigh_spd
-from sklearn_fil.linear_model._output_perturbation import _fit_glm
 from sklearn_fil.utils._sklearn_compat import Interval, StrOptions
 
 # Above this many distinct values an attribute needs an explicit candidate grid.
@@ -407,7 +406,7 @@ class WhiteBoxAttributeInversion(_AttributeInversion):
             # every curvature to zero. It is a starting point only: the
             # converged minimisers do not depend on it, so the hidden values
             # it was computed with do not reach the result (tested).
-            w0, _ = _fit_glm(
+            w0, _ = fit_glm(
                 self._X,
                 self._y,
                 self._omega,
@@ -503,8 +502,7 @@ class WhiteBoxAttributeInversion(_AttributeInversion):
         _, c = self._recipe.family.derivatives(Xt @ w, self._y)
         H = (Xt * (omega * c)[:, None]).T @ Xt
         H[np.diag_indices_from(H)] += self._recipe.penalty(omega.sum())
-        h_eval, h_evec = eigh_spd(H)
-        return (h_evec / h_eval) @ h_evec.T
+        return SPDFactor(H).inverse()
 
     def _woodbury_step(self, H_inv, w, owner, Z, grad):
         """Newton steps with ``H(w) - omega_i (c_own x x^T - c_new z z^T)``.

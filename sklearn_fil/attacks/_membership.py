@@ -16,14 +16,13 @@ from typing import ClassVar
 import numpy as np
 import pandas as pd
 from scipy.stats import beta
-from sklearn.base import BaseEstimator, is_classifier, is_regressor
+from sklearn.base import BaseEstimator
 from sklearn.model_selection import train_test_split
 from sklearn.utils.validation import check_consistent_length, check_is_fitted
 
+from sklearn_fil.utils._per_example_loss import loss_kind, per_example_loss
 from sklearn_fil.utils._sklearn_compat import Interval, StrOptions, _fit_context
 
-# Smallest probability in the log loss: -log(1e-300) ~ 690.8 keeps losses finite.
-_MIN_PROBA = 1e-300
 # Joint confidence of ``epsilon_lower_bound_ci_``; each Clopper-Pearson bound is
 # taken at level 1 - (1 - _CONFIDENCE) / 2, so both hold at once (Bonferroni).
 _CONFIDENCE = 0.95
@@ -123,76 +122,6 @@ def _membership_array(membership, n_samples=None):
             )
         membership = membership == 1
     return membership
-
-
-def _loss_kind(model):
-    """``"log"`` (classifier, ``predict_proba``) or ``"squared"`` (``predict``)."""
-    try:
-        classifier, regressor = is_classifier(model), is_regressor(model)
-    except AttributeError:  # not an sklearn estimator: decide by its methods
-        classifier = regressor = False
-    has_proba = hasattr(model, "predict_proba")
-    if classifier or (not regressor and has_proba):
-        if not has_proba:
-            raise TypeError(
-                "The log loss of a classifier needs predict_proba, which "
-                f"{type(model).__name__} does not provide (e.g. use "
-                "SVC(probability=True) or wrap it in CalibratedClassifierCV)."
-            )
-        return "log"
-    if hasattr(model, "predict"):
-        return "squared"
-    raise TypeError(
-        "model must be a fitted classifier with predict_proba (for the log loss) "
-        f"or a regressor with predict (for the squared error); {type(model).__name__} "
-        "has neither."
-    )
-
-
-def _per_example_loss(model, kind, X, y):
-    """Log loss ``-log p(y | x)`` or squared error ``(predict(x) - y)^2``."""
-    y = np.asarray(y)
-    if y.ndim != 1:
-        raise ValueError(f"y must be a 1d array, got an array of shape {y.shape}.")
-    if kind == "log":
-        classes = np.asarray(model.classes_)
-        if classes.ndim != 1:
-            raise ValueError("Multi-output classifiers are not supported.")
-        unknown = ~np.isin(y, classes)
-        if unknown.any():
-            raise ValueError(
-                f"y has labels {np.unique(y[unknown])[:5].tolist()} that are not "
-                f"classes of the model {classes.tolist()}."
-            )
-        sorter = np.argsort(classes)
-        column = sorter[np.searchsorted(classes, y, sorter=sorter)]
-        proba = np.asarray(model.predict_proba(X), dtype=np.float64)
-        if proba.shape != (y.shape[0], classes.shape[0]):
-            raise ValueError(
-                f"predict_proba returned shape {proba.shape}, expected "
-                f"{(y.shape[0], classes.shape[0])}."
-            )
-        p = np.clip(proba[np.arange(y.shape[0]), column], _MIN_PROBA, 1.0)
-        loss = 0.0 - np.log(p)  # not -0.0 where p = 1
-    else:
-        if y.dtype.kind not in "biuf":
-            raise ValueError(f"y must be numeric for a regressor, got dtype {y.dtype}.")
-        y = y.astype(np.float64)
-        pred = np.asarray(model.predict(X), dtype=np.float64)
-        if pred.ndim == 2 and pred.shape[1] == 1:
-            pred = pred[:, 0]
-        if pred.shape != y.shape:
-            raise ValueError(
-                f"predict returned shape {pred.shape}, expected {y.shape} (only "
-                "single-output regressors are supported)."
-            )
-        loss = (pred - y) ** 2
-    if not np.isfinite(loss).all():
-        raise ValueError(
-            "The per-example loss is not finite for some rows (NaN or infinite "
-            "targets or predictions)."
-        )
-    return loss
 
 
 def _rates(predicted, member, delta):
@@ -408,7 +337,7 @@ class LossThresholdMembershipInference(BaseEstimator):
                     'groups must not contain the value "all", which names the row '
                     "of the report over every example."
                 )
-        kind = _loss_kind(self.model)
+        kind = loss_kind(self.model)
         check_is_fitted(self.model)
 
         rows = np.arange(member.size)
@@ -425,7 +354,7 @@ class LossThresholdMembershipInference(BaseEstimator):
                     f"{'members' if member[half].all() else 'non-members'}: "
                     f"test_size={self.test_size!r} leaves too few rows of one class."
                 )
-        loss = _per_example_loss(self.model, kind, X, y)
+        loss = per_example_loss(self.model, kind, X, y)
 
         if isinstance(self.threshold, str):
             threshold = _best_threshold(loss[first], member[first])
@@ -465,9 +394,9 @@ class LossThresholdMembershipInference(BaseEstimator):
     def _loss(self, X, y):
         check_is_fitted(self)
         check_consistent_length(X, y)
-        kind = _loss_kind(self.model)
+        kind = loss_kind(self.model)
         check_is_fitted(self.model)
-        return _per_example_loss(self.model, kind, X, y)
+        return per_example_loss(self.model, kind, X, y)
 
     def decision_function(self, X, y):
         """Membership score: minus the model's loss on each row.

@@ -31,11 +31,11 @@ from sklearn.utils.validation import (
     validate_data,
 )
 
-from sklearn_fil.attacks._membership import _loss_kind, _per_example_loss
 from sklearn_fil.audit import _diagnostics
 from sklearn_fil.audit._sensitivity import sgd_sensitivity_bound
 from sklearn_fil.exceptions import CalibrationRangeWarning
 from sklearn_fil.utils._fitted import fit_or_clear
+from sklearn_fil.utils._per_example_loss import loss_kind, per_example_loss
 from sklearn_fil.utils._sklearn_compat import Interval, _fit_context
 
 # Fitted weights and the fit parameters that set their initial values.
@@ -107,9 +107,9 @@ def _fit_one(estimator, X, y, replaced, seed, init, hook, names, attack):
     if attack is not None:
         kind, calibration, members, X_out, y_out = attack
         losses = (
-            _per_example_loss(model, kind, X[calibration], y[calibration]).mean(),
-            _per_example_loss(model, kind, X[members], y[members]),
-            _per_example_loss(model, kind, X_out, y_out),
+            per_example_loss(model, kind, X[calibration], y[calibration]).mean(),
+            per_example_loss(model, kind, X[members], y[members]),
+            per_example_loss(model, kind, X_out, y_out),
         )
     return _flatten(model, names), losses
 
@@ -498,7 +498,7 @@ class IntrinsicPrivacyAudit(MetaEstimatorMixin, BaseEstimator):
         reference row nor a replaced one), at most ``_ATTACK_ROWS`` each, and
         as many hold-out rows as target rows.
         """
-        kind = _loss_kind(probe)
+        kind = loss_kind(probe)
         always = np.setdiff1d(np.arange(1, X.shape[0]), neighbours)
         if always.size < 2:
             raise ValueError("The membership attack needs two rows in every data set.")

@@ -10,27 +10,14 @@ import numpy as np
 from scipy import linalg
 from sklearn.utils import check_array, check_consistent_length, gen_batches
 
+from sklearn_fil import _glm
+from sklearn_fil._losses import LOSSES
 from sklearn_fil.fisher import _kernels as kernels
-from sklearn_fil.fisher._losses import LOSSES
+from sklearn_fil.utils._onehot import check_onehot_groups
 
-# Relative size of the smallest Hessian eigenvalue below which H is treated
-# as singular: the FIL of a singular H is infinite, not a number to report.
-_SINGULAR_RTOL = 1e3 * np.finfo(np.float64).eps
 # Gradient norm, relative to the size of its terms, above which ``coef`` is
 # not taken for a minimiser (the implicit-function Jacobian needs one).
 _STATIONARITY_RTOL = 1e-6
-# Bytes of per-chunk temporaries (the chunk * (2 p + d) GEMM output and the
-# scaled copy in the Gram): bounds the working memory independently of n. Few
-# large chunks matter for speed, not only memory: each chunk hands the cores
-# from the BLAS threads to the numba threads and back, and BLAS threads keep
-# spinning for a while after a call (about 0.1 s with OpenBLAS defaults).
-_CHUNK_BYTES = 512 * 2**20
-
-
-def _default_chunk(d):
-    """Rows per chunk: the GEMM output (2 d + 1 columns) and a scaled copy."""
-    return max(1, _CHUNK_BYTES // (8 * (3 * d + 2)))
-
 
 _NOT_MINIMISER_MSG = (
     "coef is not a minimiser of the regularised objective: the relative "
@@ -83,33 +70,9 @@ class FisherInformationLoss:
     n_private: int
 
 
-def _weighted_gram(X, weights, has_intercept, chunk):
-    """``X~^T diag(weights) X~`` for ``X~ = [X, 1]`` (weights >= 0), chunked."""
-    n, d = X.shape
-    p = d + has_intercept
-    gram = np.zeros((p, p))
-    unit = bool(np.all(weights == 1.0))
-    for sl in gen_batches(n, chunk):
-        sw = np.ones(X[sl].shape[0]) if unit else np.sqrt(weights[sl])
-        A = X[sl] if unit else X[sl] * sw[:, None]
-        gram[:d, :d] += A.T @ A
-        if has_intercept:
-            col = A.T @ sw
-            gram[:d, d] += col
-            gram[d, :d] += col
-            gram[d, d] += weights[sl].sum()
-    return gram
-
-
 def _matmul_into(A, M, out):
     """``A @ M`` written into the first ``len(A)`` rows of a reused buffer."""
     return np.matmul(A, M, out=out[: A.shape[0]])
-
-
-def _augment_rmatvec(X, v, has_intercept):
-    """``[X, 1]^T v``."""
-    out = X.T @ v
-    return np.append(out, v.sum()) if has_intercept else out
 
 
 def _top_eig(M):
@@ -120,81 +83,6 @@ def _top_eig(M):
         float(linalg.eigvalsh(M, subset_by_index=[M.shape[0] - 1, M.shape[0] - 1])[0]),
         0.0,
     )
-
-
-def inv_spd(H):
-    """Inverse of a positive definite Hessian, through its Jacobi scaling.
-
-    ``H = D^-1 S D^-1`` with ``D = diag(H)^-1/2`` and unit-diagonal ``S``; the
-    inverse ``D S^-1 D`` keeps full relative accuracy when ``H`` is
-    ill-conditioned only because the features have very different scales.
-    """
-    scale = 1.0 / np.sqrt(np.diag(H))
-    h_eval, h_evec = eigh_spd(H * np.outer(scale, scale))
-    return ((h_evec / h_eval) @ h_evec.T) * np.outer(scale, scale)
-
-
-def eigh_spd(H):
-    """Eigen-decomposition of a Hessian that must be positive definite.
-
-    Raises
-    ------
-    ValueError
-        When ``H`` is singular to working precision: the minimiser is then not
-        unique and its Fisher information loss unbounded.
-    """
-    h_eval, h_evec = linalg.eigh(H)
-    if not h_eval[-1] > 0 or h_eval[0] <= _SINGULAR_RTOL * h_eval[-1]:
-        raise ValueError(
-            "The Hessian of the objective is singular (smallest/largest eigenvalue "
-            f"{h_eval[0]:.3e}/{h_eval[-1]:.3e}): the minimiser is not unique and its "
-            "Fisher information loss is unbounded. This happens with lam=0 when "
-            "there are fewer examples than parameters, collinear columns or "
-            "separable classes; set lam > 0."
-        )
-    return h_eval, h_evec
-
-
-def _parse_onehot_groups(onehot_groups, X, names=None):
-    """Validate constrained one-hot groups; return a list of index arrays.
-
-    ``names`` labels the groups in error messages (default: their position).
-    """
-    if onehot_groups is None:
-        return []
-    d = X.shape[1]
-    if names is None:
-        labels = [f"onehot_groups[{g}]" for g in range(len(onehot_groups))]
-    else:
-        labels = [f"one-hot group {name!r}" for name in names]
-    seen = np.zeros(d, dtype=bool)
-    groups = []
-    for label, cols in zip(labels, onehot_groups, strict=True):
-        cols = np.asarray(cols)
-        if cols.ndim != 1 or cols.size < 2 or not np.issubdtype(cols.dtype, np.integer):
-            raise ValueError(
-                f"{label} must list at least two integer column indices; "
-                f"got {cols.tolist()!r}."
-            )
-        if cols.min() < 0 or cols.max() >= d:
-            raise ValueError(
-                f"{label} has column indices outside [0, {d}): {cols.tolist()}."
-            )
-        if np.unique(cols).size != cols.size or seen[cols].any():
-            raise ValueError(
-                f"{label} repeats a column or overlaps another group: {cols.tolist()}."
-            )
-        seen[cols] = True
-        groups.append(cols.astype(np.int64))
-    for label, cols in zip(labels, groups, strict=True):
-        block = X[:, cols]
-        if not (np.all((block == 0) | (block == 1)) and np.all(block.sum(axis=1) == 1)):
-            raise ValueError(
-                f"{label} (columns {cols.tolist()}) is not a one-hot "
-                "encoding: every value must be 0 or 1 with exactly one 1 per row. "
-                "A constrained group needs all its levels (do not drop one)."
-            )
-    return groups
 
 
 def _check_inputs(X, y, coef, intercept, loss, lam, sigma, sample_weight, groups):
@@ -343,11 +231,11 @@ def fisher_information_loss(
     X, y, coef, intercept, omega, groups = _check_inputs(
         X, y, coef, intercept, loss, lam, sigma, sample_weight, groups
     )
-    onehot = _parse_onehot_groups(onehot_groups, X)
+    onehot = check_onehot_groups(onehot_groups, X)
     family = LOSSES[loss]
     n, d = X.shape
     if chunk_size is None:
-        chunk = _default_chunk(d)
+        chunk = _glm.default_chunk(d)
     else:
         chunk = int(chunk_size)
         if chunk < 1:
@@ -362,14 +250,12 @@ def fisher_information_loss(
     omega2 = omega * omega
 
     # Hessian and stationarity of coef.
-    reg = np.full(p, omega.sum() * lam)
-    if has_b and not penalize_intercept:
-        reg[-1] = 0.0
-    H = _weighted_gram(X, omega * c, has_b, chunk)
+    reg = _glm.penalty(p, omega.sum(), lam, has_b, penalize_intercept)
+    H = _glm.weighted_gram(X, omega * c, has_b, chunk)
     H[np.diag_indices(p)] += reg
-    H_inv = inv_spd(H)  # a singular H is an error, not worth a warning first
+    H_inv = _glm.SPDFactor(H).inverse()  # a singular H is an error
     H_inv2 = H_inv @ H_inv
-    grad = _augment_rmatvec(X, omega * r, has_b) + reg * w
+    grad = _glm.augment_rmatvec(X, omega * r, has_b) + reg * w
     # the size of the terms that cancel in the gradient at a minimiser
     r_scale = omega * family.residual_scale(margin, y)
     grad_scale = kernels.abs_rmatvec(X, r_scale)
@@ -472,16 +358,16 @@ def fisher_information_loss(
     C2 = (
         H - np.diag(reg)
         if same_gram
-        else _weighted_gram(X, omega2 * c * c, has_b, chunk)
+        else _glm.weighted_gram(X, omega2 * c * c, has_b, chunk)
     )
     C0 = None
     if private_label:
         C0 = (
             C2
             if (same_gram or loss == "squared")
-            else _weighted_gram(X, omega2, has_b, chunk)
+            else _glm.weighted_gram(X, omega2, has_b, chunk)
         )
-    s = _augment_rmatvec(X, omega2 * c * r, has_b)
+    s = _glm.augment_rmatvec(X, omega2 * c * r, has_b)
     rho2 = float(omega2 @ (r * r))
 
     # Attribute a over all examples: H^-1 A_a H^-1 with A_a = ||v_a||^2 C2 +
@@ -533,11 +419,13 @@ def fisher_information_loss(
             idx = np.flatnonzero(groups == label_value)
             Xg = X[idx]
             wc2 = (omega2 * c * c)[idx]
-            C2g = _weighted_gram(Xg, wc2, has_b, chunk)
+            C2g = _glm.weighted_gram(Xg, wc2, has_b, chunk)
             C0g = (
-                _weighted_gram(Xg, omega2[idx], has_b, chunk) if private_label else None
+                _glm.weighted_gram(Xg, omega2[idx], has_b, chunk)
+                if private_label
+                else None
             )
-            sg = _augment_rmatvec(Xg, (omega2 * c * r)[idx], has_b)
+            sg = _glm.augment_rmatvec(Xg, (omega2 * c * r)[idx], has_b)
             group_fil[
                 label_value.item() if hasattr(label_value, "item") else label_value
             ] = block_fil(C2g, C0g, sg, float(omega2[idx] @ (r[idx] ** 2)))

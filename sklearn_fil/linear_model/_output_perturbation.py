@@ -12,10 +12,10 @@ import numpy as np
 import pandas as pd
 from scipy.special import expit
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
-from sklearn.utils import check_random_state
 from sklearn.utils.multiclass import check_classification_targets, type_of_target
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from sklearn_fil._glm import fit_glm
 from sklearn_fil._report import make_privacy_report
 from sklearn_fil.accounting import (
     Guarantee,
@@ -27,17 +27,11 @@ from sklearn_fil.accounting import (
 )
 from sklearn_fil.exceptions import ClippingWarning
 from sklearn_fil.fisher import fisher_information_loss
-from sklearn_fil.fisher._engine import (
-    _default_chunk,
-    _parse_onehot_groups,
-    _weighted_gram,
-    eigh_spd,
-)
-from sklearn_fil.fisher._losses import LOSSES
-from sklearn_fil.utils._clipping import clip_rows, row_norms, vector_norm
+from sklearn_fil.utils._clipping import clip_rows, row_norms
 from sklearn_fil.utils._fitted import fit_or_clear
 from sklearn_fil.utils._guarantee import GuaranteeMixin
-from sklearn_fil.utils._onehot import onehot_columns
+from sklearn_fil.utils._onehot import check_onehot_groups, onehot_columns
+from sklearn_fil.utils._random import noise_rng
 from sklearn_fil.utils._sklearn_compat import (
     Interval,
     _check_sample_weight,
@@ -85,97 +79,6 @@ _CERTIFIED_FRACTION = 1e-6
 
 def _no_guarantee(reason):
     return Guarantee.none(reason, mechanism=_MECHANISM)
-
-
-def _noise_rng(random_state):
-    """Noise generator: fresh OS entropy for ``None``, else sklearn's rule."""
-    if random_state is None:
-        return np.random.default_rng()
-    return check_random_state(random_state)
-
-
-def _fit_glm(
-    X,
-    y,
-    omega,
-    loss,
-    lam,
-    fit_intercept,
-    penalize_intercept,
-    tol,
-    max_iter,
-    w0=None,
-    gtol=None,
-):
-    """Minimise ``sum_i omega_i l(w^T x_i, y_i) + (n lam / 2) ||w||^2``.
-
-    Exact for the squared loss; damped Newton for the logistic loss, from
-    ``w0`` (default zeros). Once the Newton step is below ``tol * (1 + ||w||)``
-    it is taken in full and the iteration stops: quadratic convergence leaves
-    an error of order ``tol^2``. With ``gtol`` it stops only where, in
-    addition, the gradient norm is at most ``gtol`` (a certificate: with
-    strong convexity ``mu``, the returned weights are within ``gtol / mu`` of
-    the exact minimiser, whatever ``tol``).
-    """
-    d = X.shape[1]
-    p = d + fit_intercept
-    chunk = _default_chunk(d)
-    reg = np.full(p, omega.sum() * lam)
-    if fit_intercept and not penalize_intercept:
-        reg[-1] = 0.0
-
-    def augmented(w):
-        return X @ w[:d] + (w[d] if fit_intercept else 0.0)
-
-    def grad_of(r):
-        g = X.T @ (omega * r)
-        return np.append(g, (omega * r).sum()) if fit_intercept else g
-
-    family = LOSSES[loss]
-    w = np.zeros(p) if w0 is None else w0.copy()
-    if loss == "squared":
-        H = _weighted_gram(X, omega, fit_intercept, chunk)
-        H[np.diag_indices(p)] += reg
-        h_eval, h_evec = eigh_spd(H)
-        return (h_evec / h_eval) @ (h_evec.T @ grad_of(y)), 1
-
-    def objective(w):
-        return float(omega @ family.value(augmented(w), y)) + 0.5 * float(reg @ (w * w))
-
-    f = objective(w)
-    for it in range(1, max_iter + 1):
-        r, c = family.derivatives(augmented(w), y)
-        g = grad_of(r) + reg * w
-        H = _weighted_gram(X, omega * c, fit_intercept, chunk)
-        H[np.diag_indices(p)] += reg
-        h_eval, h_evec = eigh_spd(H)
-        step = (h_evec / h_eval) @ (h_evec.T @ g)
-        if vector_norm(step) <= tol * (1.0 + vector_norm(w)):
-            # inside the region of quadratic convergence: a last full step
-            w_new = w - step
-            if gtol is None:
-                return w_new, it
-            r_new, _ = family.derivatives(augmented(w_new), y)
-            if vector_norm(grad_of(r_new) + reg * w_new) <= gtol:
-                return w_new, it
-            w, f = w_new, objective(w_new)  # not certified yet: go on
-            continue
-        t = 1.0
-        while True:  # backtracking (Armijo) line search on a convex objective
-            w_new = w - t * step
-            f_new = objective(w_new)
-            # (the slack admits steps whose decrease is below rounding of f)
-            slack = 16 * np.finfo(float).eps * abs(f)
-            if f_new <= f - 1e-4 * t * float(g @ step) + slack or t < 1e-10:
-                break
-            t *= 0.5
-        w, f = w_new, f_new
-    certify = "" if gtol is None else f" and the gradient norm {gtol:.3g}"
-    raise ValueError(
-        f"Newton's method did not reach the tolerance tol={tol}{certify} in "
-        f"max_iter={max_iter} iterations: the objective may have no minimiser "
-        "(separable classes with lam=0). Set lam > 0 or raise max_iter."
-    )
 
 
 class _BaseOutputPerturbed(GuaranteeMixin, BaseEstimator):
@@ -265,7 +168,7 @@ class _BaseOutputPerturbed(GuaranteeMixin, BaseEstimator):
         delta = self._delta(X.shape[0])
         groups = self._onehot_indices()
         # one-hot groups are checked before the (possibly long) fit
-        _parse_onehot_groups(list(groups.values()), X, names=list(groups))
+        check_onehot_groups(list(groups.values()), X, names=list(groups))
         X = self._preprocess(X, groups)
         largest = float(np.abs(X).max())
         if not np.isfinite(largest * largest * X.shape[0] * X.shape[1]):
@@ -299,7 +202,7 @@ class _BaseOutputPerturbed(GuaranteeMixin, BaseEstimator):
         )
         guarantee = self._guarantee(omega, delta)
 
-        rng = _noise_rng(self.random_state)
+        rng = noise_rng(self.random_state)
         noise = rng.normal(0.0, self.sigma, size=w.shape[0])
         released = w + noise
         self.coef_ = released[:d]
@@ -328,7 +231,7 @@ class _BaseOutputPerturbed(GuaranteeMixin, BaseEstimator):
         if sensitivity is not None:
             # strong convexity sum(omega) lam turns the gradient into a distance
             gtol = _CERTIFIED_FRACTION * sensitivity * float(omega.sum()) * self.lam
-        return _fit_glm(
+        return fit_glm(
             X,
             y,
             omega,

@@ -26,7 +26,6 @@ from sklearn_fil.accounting import (
     fil_subsampling_factor,
     gelu_clip_max_norm,
 )
-from sklearn_fil.linear_model._output_perturbation import _noise_rng
 from sklearn_fil.neural._kernels import linear_fil_accumulate
 from sklearn_fil.neural._network import (
     NON_FINITE_GRADIENT,
@@ -36,6 +35,7 @@ from sklearn_fil.neural._network import (
 )
 from sklearn_fil.utils._fitted import fit_or_clear
 from sklearn_fil.utils._guarantee import GuaranteeMixin
+from sklearn_fil.utils._random import noise_rng
 from sklearn_fil.utils._sklearn_compat import Interval, StrOptions, _fit_context
 
 _MECHANISM = "DP-SGD: clipped per-example gradients, Gaussian noise on their sum"
@@ -549,7 +549,7 @@ class DPSGDClassifier(GuaranteeMixin, ClassifierMixin, BaseEstimator):
         Y = _backend.asarray(binarizer.transform(y).astype(np.float64), xp, device)
         widths = [d, *sizes, Y.shape[1]]
         init = _check_init(coefs_init, intercepts_init, widths)
-        rng = _noise_rng(self.random_state)
+        rng = noise_rng(self.random_state)
         net = self._init_network(widths, rng, xp, device, init)
         privacy = self._train(net, X, Y, rng)
 

@@ -54,3 +54,45 @@ def onehot_columns(onehot_groups, feature_names, n_features):
                 )
         out[group] = idx
     return out
+
+
+def check_onehot_groups(onehot_groups, X, names=None):
+    """Validate constrained one-hot groups; return a list of index arrays.
+
+    ``names`` labels the groups in error messages (default: their position).
+    """
+    if onehot_groups is None:
+        return []
+    d = X.shape[1]
+    if names is None:
+        labels = [f"onehot_groups[{g}]" for g in range(len(onehot_groups))]
+    else:
+        labels = [f"one-hot group {name!r}" for name in names]
+    seen = np.zeros(d, dtype=bool)
+    groups = []
+    for label, cols in zip(labels, onehot_groups, strict=True):
+        cols = np.asarray(cols)
+        if cols.ndim != 1 or cols.size < 2 or not np.issubdtype(cols.dtype, np.integer):
+            raise ValueError(
+                f"{label} must list at least two integer column indices; "
+                f"got {cols.tolist()!r}."
+            )
+        if cols.min() < 0 or cols.max() >= d:
+            raise ValueError(
+                f"{label} has column indices outside [0, {d}): {cols.tolist()}."
+            )
+        if np.unique(cols).size != cols.size or seen[cols].any():
+            raise ValueError(
+                f"{label} repeats a column or overlaps another group: {cols.tolist()}."
+            )
+        seen[cols] = True
+        groups.append(cols.astype(np.int64))
+    for label, cols in zip(labels, groups, strict=True):
+        block = X[:, cols]
+        if not (np.all((block == 0) | (block == 1)) and np.all(block.sum(axis=1) == 1)):
+            raise ValueError(
+                f"{label} (columns {cols.tolist()}) is not a one-hot "
+                "encoding: every value must be 0 or 1 with exactly one 1 per row. "
+                "A constrained group needs all its levels (do not drop one)."
+            )
+    return groups

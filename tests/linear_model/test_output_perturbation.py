@@ -21,6 +21,7 @@ from sklearn_fil import (
 )
 from sklearn_fil.exceptions import ClippingWarning, PrivacyLeakWarning
 from sklearn_fil.fisher import fisher_information_loss
+from tests._reference import brute_force_fil, fit_minimiser
 
 TINY = 1e-12  # sigma small enough that coef_ is the minimiser to ~1e-11
 
@@ -483,3 +484,28 @@ def test_breast_cancer_report_is_finite():
         ).fit(X, y)
     assert np.isfinite(est.privacy_report_.to_numpy()).all()
     assert est.epsilon_ > 0
+
+
+@pytest.mark.parametrize(
+    "Model, lam",
+    [(OutputPerturbedLinearRegression, 0.0), (OutputPerturbedLogisticRegression, 1e-3)],
+)
+def test_badly_scaled_features_fit_and_match_brute_force(Model, lam):
+    # Columns scaled by 1/s, 1, 1, s: cond(H) ~ s^4 = 1e16 although the
+    # problem is well posed. The solver used to factorise the unscaled
+    # Hessian and call it singular; every solve is now Jacobi-scaled.
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((200, 4))
+    margin = X @ np.array([1.0, 2.0, -1.0, 0.5])
+    y = margin + rng.standard_normal(200)
+    if Model is OutputPerturbedLogisticRegression:
+        y = (margin + rng.standard_normal(200) > 0).astype(float)
+    s = 1e4
+    X = X * np.array([1 / s, 1.0, 1.0, s])
+    est = Model(sigma=TINY, lam=lam, random_state=0).fit(X, y)
+    loss = "squared" if Model is OutputPerturbedLinearRegression else "logistic"
+    coef, intercept = fit_minimiser(X, y, loss=loss, lam=lam, fit_intercept=True)
+    np.testing.assert_allclose(est.coef_, coef, rtol=1e-6)
+    ref = brute_force_fil(X, y, coef, intercept, loss=loss, lam=lam, sigma=TINY)
+    np.testing.assert_allclose(est.privacy_report_["fil"], ref["fil"], rtol=1e-6)
+    np.testing.assert_allclose(est.privacy_report_["dfil"], ref["dfil"], rtol=1e-6)

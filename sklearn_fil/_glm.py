@@ -1,0 +1,224 @@
+"""The numerics of regularised GLMs, shared by the engine, estimators and attacks.
+
+The objective is ``F(w) = sum_i omega_i l(w^T x~_i, y_i) + 1/2 sum_j reg_j w_j^2``
+with ``x~ = [x, 1]`` when there is an intercept and ``reg = n lam`` on every
+coordinate (``n = sum_i omega_i``), except an unpenalised intercept. This
+module owns its pieces: the penalty, the chunked Gram, the factorisation of
+the Hessian and Newton's method. Every linear solve goes through one
+Jacobi-scaled factorisation (:class:`SPDFactor`), so a Hessian that is
+ill-conditioned only because the features have very different scales is
+solved, inverted and judged singular the same way everywhere.
+"""
+
+# Authors: The sklearn-fil developers
+# SPDX-License-Identifier: BSD-3-Clause
+
+import numpy as np
+from scipy import linalg
+from sklearn.utils import gen_batches
+
+from sklearn_fil._losses import LOSSES
+from sklearn_fil.utils._clipping import vector_norm
+
+# Smallest eigenvalue of the Jacobi-scaled (unit-diagonal) Hessian, relative
+# to its largest, below which the Hessian is singular to working precision:
+# the minimiser is then not unique and its FIL unbounded.
+SINGULAR_RTOL = 1e3 * np.finfo(np.float64).eps
+# Bytes of per-chunk temporaries (the chunk * (2 p + d) GEMM output of the
+# engine and the scaled copy in the Gram): bounds the working memory
+# independently of n. Few large chunks matter for speed, not only memory: each
+# chunk hands the cores from the BLAS threads to the numba threads and back.
+_CHUNK_BYTES = 512 * 2**20
+
+
+def default_chunk(d):
+    """Rows per chunk: the GEMM output (2 d + 1 columns) and a scaled copy."""
+    return max(1, _CHUNK_BYTES // (8 * (3 * d + 2)))
+
+
+def penalty(p, n_eff, lam, fit_intercept, penalize_intercept):
+    """Diagonal ``reg`` of the penalty's Hessian over the ``p`` weights."""
+    reg = np.full(p, n_eff * lam)
+    if fit_intercept and not penalize_intercept:
+        reg[-1] = 0.0
+    return reg
+
+
+def weighted_gram(X, weights, has_intercept, chunk):
+    """``X~^T diag(weights) X~`` for ``X~ = [X, 1]`` (weights >= 0), chunked."""
+    n, d = X.shape
+    p = d + has_intercept
+    gram = np.zeros((p, p))
+    unit = bool(np.all(weights == 1.0))
+    for sl in gen_batches(n, chunk):
+        sw = np.ones(X[sl].shape[0]) if unit else np.sqrt(weights[sl])
+        A = X[sl] if unit else X[sl] * sw[:, None]
+        gram[:d, :d] += A.T @ A
+        if has_intercept:
+            col = A.T @ sw
+            gram[:d, d] += col
+            gram[d, :d] += col
+            gram[d, d] += weights[sl].sum()
+    return gram
+
+
+def augment_rmatvec(X, v, has_intercept):
+    """``[X, 1]^T v``."""
+    out = X.T @ v
+    return np.append(out, v.sum()) if has_intercept else out
+
+
+class SPDFactor:
+    """Jacobi-scaled eigendecomposition of a positive definite Hessian.
+
+    ``H = D^-1 S D^-1`` with ``D = diag(H)^-1/2`` and unit-diagonal ``S =
+    V diag(e) V^T``. Solves ``D V diag(1/e) V^T D b`` keep full relative
+    accuracy when ``H`` is ill-conditioned only because the features have
+    very different scales (a column scaled by ``1e4`` and another by
+    ``1e-4`` make ``cond(H)`` about ``1e16`` but leave ``S`` well
+    conditioned).
+
+    Parameters
+    ----------
+    H : ndarray of shape (p, p)
+        Symmetric Hessian.
+
+    Raises
+    ------
+    ValueError
+        When ``S`` is singular to working precision (smallest eigenvalue at
+        most ``SINGULAR_RTOL`` times the largest): the minimiser is then not
+        unique, or not determined to working precision, and its FIL unbounded.
+    """
+
+    def __init__(self, H):
+        diag = np.diag(H)
+        if not np.all(diag > 0):
+            j = int(np.argmin(diag))
+            raise ValueError(
+                f"The Hessian of the objective has a zero diagonal entry (weight "
+                f"{j}): that weight is not determined by the data. This happens "
+                "without a penalty on it (lam=0, or an unpenalised intercept) when "
+                "its column is zero wherever the example weights and curvatures "
+                "are not, e.g. with separable classes; set lam > 0."
+            )
+        self.scale = 1.0 / np.sqrt(diag)
+        eval_, evec = linalg.eigh(H * np.outer(self.scale, self.scale))
+        if not eval_[-1] > 0 or eval_[0] <= SINGULAR_RTOL * eval_[-1]:
+            raise ValueError(
+                "The Hessian of the objective is singular to working precision "
+                "even after scaling every feature to unit curvature (smallest/"
+                f"largest eigenvalue {eval_[0]:.3e}/{eval_[-1]:.3e}): the "
+                "minimiser is not determined and its Fisher information loss is "
+                "unbounded. This happens with lam=0 when there are fewer "
+                "examples than parameters, collinear columns or separable "
+                "classes; set lam > 0."
+            )
+        self.eigenvalues = eval_
+        self.eigenvectors = evec
+
+    def solve(self, b):
+        """``H^-1 b`` for a vector or the columns of a matrix."""
+        s = self.scale if b.ndim == 1 else self.scale[:, None]
+        V = self.eigenvectors
+        inner = V.T @ (s * b)
+        inner /= self.eigenvalues if b.ndim == 1 else self.eigenvalues[:, None]
+        return s * (V @ inner)
+
+    def inverse(self):
+        """``H^-1`` as a dense matrix."""
+        V = self.eigenvectors
+        return ((V / self.eigenvalues) @ V.T) * np.outer(self.scale, self.scale)
+
+
+def fit_glm(
+    X,
+    y,
+    omega,
+    loss,
+    lam,
+    fit_intercept,
+    penalize_intercept,
+    tol,
+    max_iter,
+    w0=None,
+    gtol=None,
+):
+    """Minimise ``sum_i omega_i l(w^T x~_i, y_i) + (n lam / 2) ||w||^2``.
+
+    Exact for the squared loss; damped Newton for the logistic loss, from
+    ``w0`` (default zeros). Once the Newton step is below ``tol * (1 + ||w||)``
+    it is taken in full and the iteration stops: quadratic convergence leaves
+    an error of order ``tol^2``. With ``gtol`` it stops only where, in
+    addition, the gradient norm is at most ``gtol`` (a certificate: with
+    strong convexity ``mu``, the returned weights are within ``gtol / mu`` of
+    the exact minimiser, whatever ``tol``).
+
+    Returns
+    -------
+    w : ndarray of shape (p,)
+        The minimiser, intercept last.
+    n_iter : int
+        Newton iterations (1 for the exact squared-loss solve).
+    """
+    d = X.shape[1]
+    p = d + fit_intercept
+    chunk = default_chunk(d)
+    reg = penalty(p, omega.sum(), lam, fit_intercept, penalize_intercept)
+
+    def margin(w):
+        return X @ w[:d] + (w[d] if fit_intercept else 0.0)
+
+    def hessian(curvature):
+        H = weighted_gram(X, omega * curvature, fit_intercept, chunk)
+        H[np.diag_indices(p)] += reg
+        return SPDFactor(H)
+
+    family = LOSSES[loss]
+    if loss == "squared":
+        return hessian(np.ones_like(omega)).solve(
+            augment_rmatvec(X, omega * y, fit_intercept)
+        ), 1
+
+    def objective(w):
+        return float(omega @ family.value(margin(w), y)) + 0.5 * float(reg @ (w * w))
+
+    def gradient(w, r):
+        return augment_rmatvec(X, omega * r, fit_intercept) + reg * w
+
+    w = np.zeros(p) if w0 is None else w0.copy()
+    f = objective(w)
+    for it in range(1, max_iter + 1):
+        r, c = family.derivatives(margin(w), y)
+        g = gradient(w, r)
+        step = hessian(c).solve(g)
+        if vector_norm(step) <= tol * (1.0 + vector_norm(w)):
+            # inside the region of quadratic convergence: a last full step
+            w_new = w - step
+            if gtol is None:
+                return w_new, it
+            r_new, _ = family.derivatives(margin(w_new), y)
+            if vector_norm(gradient(w_new, r_new)) <= gtol:
+                return w_new, it
+            w, f = w_new, objective(w_new)  # not certified yet: go on
+            continue
+        w, f = _line_search(objective, w, f, g, step)
+    certify = "" if gtol is None else f" and the gradient norm {gtol:.3g}"
+    raise ValueError(
+        f"Newton's method did not reach the tolerance tol={tol}{certify} in "
+        f"max_iter={max_iter} iterations: the objective may have no minimiser "
+        "(separable classes with lam=0). Set lam > 0 or raise max_iter."
+    )
+
+
+def _line_search(objective, w, f, g, step):
+    """Backtracking (Armijo) along ``-step`` on a convex objective."""
+    # the slack admits steps whose decrease is below the rounding of f
+    slack = 16 * np.finfo(float).eps * abs(f)
+    t = 1.0
+    while True:
+        w_new = w - t * step
+        f_new = objective(w_new)
+        if f_new <= f - 1e-4 * t * float(g @ step) + slack or t < 1e-10:
+            return w_new, f_new
+        t *= 0.5
