@@ -3,7 +3,12 @@
 # Authors: The sklearn-fil developers
 # SPDX-License-Identifier: BSD-3-Clause
 
-__all__ = ["CalibrationRangeWarning", "ClippingWarning", "PrivacyLeakWarning"]
+__all__ = [
+    "CalibrationRangeWarning",
+    "ClippingWarning",
+    "NotAMinimiserWarning",
+    "PrivacyLeakWarning",
+]
 
 
 class PrivacyLeakWarning(RuntimeWarning):
@@ -38,4 +43,15 @@ class ClippingWarning(UserWarning):
     ``data_norm`` rescales more than half of the rows: the DP guarantee
     still holds, but it is about a model fitted on shrunken data, which may
     be no better than a constant. ``n_clipped_`` gives the count.
+    """
+
+
+class NotAMinimiserWarning(UserWarning):
+    """The weights given to the FIL engine are not a minimiser of the objective.
+
+    Issued by :func:`~sklearn_fil.fisher.fisher_information_loss` when the
+    gradient of the regularised objective at ``coef`` is large relative to
+    the size of its terms: the Fisher information loss is derived from the
+    implicit-function Jacobian of the minimiser, so at other weights its
+    numbers mean nothing. Fit to a tighter tolerance.
     """

@@ -12,6 +12,7 @@ from sklearn.utils import check_array, check_consistent_length, gen_batches
 
 from sklearn_fil import _glm
 from sklearn_fil._losses import LOSSES
+from sklearn_fil.exceptions import NotAMinimiserWarning
 from sklearn_fil.fisher import _kernels as kernels
 from sklearn_fil.utils._onehot import check_onehot_groups
 
@@ -267,7 +268,9 @@ def fisher_information_loss(
     )
     if rel_grad > _STATIONARITY_RTOL:
         warnings.warn(
-            _NOT_MINIMISER_MSG.format(rel_grad, _STATIONARITY_RTOL), stacklevel=2
+            _NOT_MINIMISER_MSG.format(rel_grad, _STATIONARITY_RTOL),
+            NotAMinimiserWarning,
+            stacklevel=2,
         )
 
     # Projector Q onto the private feature coordinates (one-hot groups on the

@@ -3,7 +3,6 @@
 # Authors: The sklearn-fil developers
 # SPDX-License-Identifier: BSD-3-Clause
 
-import copy
 import warnings
 from numbers import Integral, Real
 from typing import ClassVar
@@ -32,6 +31,11 @@ from sklearn_fil.utils._fitted import fit_or_clear
 from sklearn_fil.utils._guarantee import GuaranteeMixin
 from sklearn_fil.utils._onehot import check_onehot_groups, onehot_columns
 from sklearn_fil.utils._random import noise_rng
+from sklearn_fil.utils._release import (
+    FITTED_PARAMS,
+    record_fitted_params,
+    released_copy,
+)
 from sklearn_fil.utils._sklearn_compat import (
     Interval,
     _check_sample_weight,
@@ -67,7 +71,8 @@ _NO_DP_LINEAR_MSG = (
 # Private fitted state, cleared with the public attributes at each fit.
 # ``_weighted``: whether the fit used non-uniform example weights (part of the
 # training recipe that attacks re-run, so release() keeps it).
-_PRIVATE_STATE = ("_weighted",)
+_PRIVATE_STATE = ("_weighted", FITTED_PARAMS)
+_PUBLIC = ("coef_", "intercept_", "classes_", "n_features_in_", "feature_names_in_")
 _MECHANISM = "Gaussian output perturbation of the minimiser"
 # The DP path certifies that the released centre is within this fraction of
 # the sensitivity of the exact minimiser (strong convexity turns the final
@@ -145,6 +150,7 @@ class _BaseOutputPerturbed(GuaranteeMixin, BaseEstimator):
 
     @_fit_context(prefer_skip_nested_validation=True)
     def _fit(self, X, y, sample_weight):
+        record_fitted_params(self)
         index = X.index.copy() if isinstance(X, pd.DataFrame) else None
         target_name = y.name if isinstance(y, pd.Series) and y.name is not None else "y"
         X, y = validate_data(
@@ -331,33 +337,18 @@ class _BaseOutputPerturbed(GuaranteeMixin, BaseEstimator):
 
         The copy has the noised ``coef_`` and ``intercept_``, ``classes_``,
         ``n_features_in_``, ``feature_names_in_``, the constructor parameters
-        except ``random_state`` (which would reveal the noise) and the DP
-        guarantee when one holds. It has no privacy report, no un-noised
-        minimiser and no training data.
+        of the fit (not any set later with ``set_params``) except
+        ``random_state`` (which would reveal the noise) and ``guarantee_``.
+        It has no privacy report, no un-noised minimiser and no training
+        data.
 
         Returns
         -------
         released : estimator
             The publishable copy.
         """
-        check_is_fitted(self)
-        params = self.get_params(deep=False)
-        params["random_state"] = None
-        released = type(self)(**params)
-        public = (
-            "coef_",
-            "intercept_",
-            "classes_",
-            "n_features_in_",
-            "feature_names_in_",
-        )
-        for name in public:
-            if name in vars(self):
-                setattr(released, name, copy.deepcopy(getattr(self, name)))
-        released.guarantee_ = self.guarantee_
-        # metadata about the training recipe, not data: attacks need it
-        released._weighted = self._weighted
-        return released
+        # _weighted: metadata about the training recipe, not data (attacks need it)
+        return released_copy(self, _PUBLIC, metadata=("_weighted",))
 
     def _decision(self, X):
         check_is_fitted(self)

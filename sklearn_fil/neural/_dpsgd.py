@@ -3,7 +3,6 @@
 # Authors: The sklearn-fil developers
 # SPDX-License-Identifier: BSD-3-Clause
 
-import copy
 import itertools
 import sys
 from numbers import Integral, Real
@@ -36,9 +35,25 @@ from sklearn_fil.neural._network import (
 from sklearn_fil.utils._fitted import fit_or_clear
 from sklearn_fil.utils._guarantee import GuaranteeMixin
 from sklearn_fil.utils._random import noise_rng
+from sklearn_fil.utils._release import (
+    FITTED_PARAMS,
+    record_fitted_params,
+    released_copy,
+)
 from sklearn_fil.utils._sklearn_compat import Interval, StrOptions, _fit_context
 
 _MECHANISM = "DP-SGD: clipped per-example gradients, Gaussian noise on their sum"
+
+# Fitted attributes that release() publishes.
+_PUBLIC = (
+    "coefs_",
+    "intercepts_",
+    "classes_",
+    "n_features_in_",
+    "feature_names_in_",
+    "n_iter_",
+    "t_",
+)
 
 
 def _per_instance_orders():
@@ -492,7 +507,7 @@ class DPSGDClassifier(GuaranteeMixin, ClassifierMixin, BaseEstimator):
             y,
             coefs_init,
             intercepts_init,
-            private=(),
+            private=(FITTED_PARAMS,),
         )
 
     def _compute_namespace(self, X):
@@ -525,6 +540,7 @@ class DPSGDClassifier(GuaranteeMixin, ClassifierMixin, BaseEstimator):
 
     @_fit_context(prefer_skip_nested_validation=True)
     def _fit(self, X, y, coefs_init=None, intercepts_init=None):
+        record_fitted_params(self)
         self._check_relation()
         xp = self._compute_namespace(X)
         if _backend.namespace_of(y) is not np:
@@ -968,26 +984,11 @@ class DPSGDClassifier(GuaranteeMixin, ClassifierMixin, BaseEstimator):
         -------
         released : DPSGDClassifier
             The released weights, ``classes_``, the feature metadata, the
-            constructor parameters except ``random_state`` and the DP
-            guarantee; no privacy report.
+            constructor parameters of the fit (not any set later with
+            ``set_params``) except ``random_state``, and ``guarantee_``; no
+            privacy report.
         """
-        check_is_fitted(self)
-        params = self.get_params(deep=False)
-        params["random_state"] = None
-        released = type(self)(**params)
-        for name in (
-            "coefs_",
-            "intercepts_",
-            "classes_",
-            "n_features_in_",
-            "feature_names_in_",
-            "n_iter_",
-            "t_",
-        ):
-            if name in vars(self):
-                setattr(released, name, copy.deepcopy(getattr(self, name)))
-        released.guarantee_ = self.guarantee_
-        return released
+        return released_copy(self, _PUBLIC)
 
 
 def _check_init(coefs_init, intercepts_init, widths):

@@ -19,6 +19,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from numpy.testing import assert_allclose, assert_array_equal
 
+from sklearn_fil.exceptions import NotAMinimiserWarning
 from sklearn_fil.fisher import fisher_information_loss
 from tests._reference import (
     brute_force_fil,
@@ -478,7 +479,7 @@ def test_warns_when_coef_is_not_a_minimiser():
         )
         X2 = np.random.default_rng(0).standard_normal((20, 3))
         fisher_information_loss(X2, X2 @ [1.0, 2.0, 3.0], np.array([1.0, 2.0, 3.0]))
-    with pytest.warns(UserWarning, match="not a minimiser"):
+    with pytest.warns(NotAMinimiserWarning, match="not a minimiser"):
         fisher_information_loss(
             X, y, problem["coef"] * 1.01, problem["intercept"], loss="logistic", lam=0.1
         )

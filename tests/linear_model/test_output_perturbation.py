@@ -509,3 +509,15 @@ def test_badly_scaled_features_fit_and_match_brute_force(Model, lam):
     ref = brute_force_fil(X, y, coef, intercept, loss=loss, lam=lam, sigma=TINY)
     np.testing.assert_allclose(est.privacy_report_["fil"], ref["fil"], rtol=1e-6)
     np.testing.assert_allclose(est.privacy_report_["dfil"], ref["dfil"], rtol=1e-6)
+
+
+def test_release_advertises_the_fitted_parameters(classification):
+    # release() used to read get_params(): a set_params after fit made the
+    # published model claim a sigma (and an epsilon recipe) it was not fitted with
+    X, y = classification
+    est = OutputPerturbedLogisticRegression(sigma=0.5, lam=0.1, random_state=0)
+    est.fit(X, y)
+    est.set_params(sigma=50.0, lam=1.0)
+    pub = est.release()
+    assert (pub.sigma, pub.lam) == (0.5, 0.1)
+    assert pub.release().sigma == 0.5  # and so does a release of the release

@@ -319,6 +319,10 @@ def test_release_keeps_the_guarantee_and_drops_the_report():
     assert released.epsilon_ == clf.epsilon_
     assert released.random_state is None
     assert_allclose(released.predict_proba(X), clf.predict_proba(X))
+    # the parameters of the fit, not those set afterwards
+    clf.set_params(noise_multiplier=100.0, max_iter=50)
+    released = clf.release()
+    assert (released.noise_multiplier, released.max_iter) == (1.0, 1)
 
 
 def test_bad_input_and_failed_fit_leaves_nothing():
