@@ -5,6 +5,7 @@
 
 import warnings
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 from scipy import linalg
@@ -233,34 +234,107 @@ def fisher_information_loss(
         X, y, coef, intercept, loss, lam, sigma, sample_weight, groups
     )
     onehot = check_onehot_groups(onehot_groups, X)
-    family = LOSSES[loss]
-    n, d = X.shape
     if chunk_size is None:
-        chunk = _glm.default_chunk(d)
+        chunk = _glm.default_chunk(X.shape[1])
     else:
         chunk = int(chunk_size)
         if chunk < 1:
             raise ValueError(f"chunk_size must be >= 1; got {chunk_size}.")
-    has_b = intercept is not None
-    p = d + has_b
-    w = np.append(coef, intercept) if has_b else coef
+    problem = _Problem(
+        X, y, coef, intercept, loss, lam, omega, penalize_intercept, chunk
+    )
+    return _fisher_information_loss(problem, sigma, private_label, onehot, groups)
 
-    # Margins, residuals r = dl/dm and curvatures c = d2l/dm2.
-    margin = X @ coef + (intercept if has_b else 0.0)
-    r, c = family.derivatives(margin, y)
-    omega2 = omega * omega
 
-    # Hessian and stationarity of coef.
-    reg = _glm.penalty(p, omega.sum(), lam, has_b, penalize_intercept)
-    H = _glm.weighted_gram(X, omega * c, has_b, chunk)
-    H[np.diag_indices(p)] += reg
+@dataclass(frozen=True)
+class _Problem:
+    """A validated GLM at its minimiser, with the per-example derivatives.
+
+    ``r`` and ``c`` are the residuals ``dl/dm`` and curvatures ``d2l/dm2`` at
+    the margins; ``reg`` is the diagonal of the penalty's Hessian.
+    """
+
+    X: np.ndarray
+    y: np.ndarray
+    coef: np.ndarray
+    intercept: float | None
+    loss: str
+    lam: float
+    omega: np.ndarray
+    penalize_intercept: bool
+    chunk: int
+
+    @property
+    def has_b(self):
+        return self.intercept is not None
+
+    @property
+    def w(self):
+        return np.append(self.coef, self.intercept) if self.has_b else self.coef
+
+    @cached_property
+    def margin(self):
+        return self.X @ self.coef + (self.intercept if self.has_b else 0.0)
+
+    @cached_property
+    def derivatives(self):
+        return LOSSES[self.loss].derivatives(self.margin, self.y)
+
+    @property
+    def omega2(self):
+        return self.omega * self.omega
+
+    @cached_property
+    def reg(self):
+        p = self.w.size
+        return _glm.penalty(
+            p, self.omega.sum(), self.lam, self.has_b, self.penalize_intercept
+        )
+
+    def gram(self, weights, rows=slice(None)):
+        """``X~^T diag(weights) X~`` over ``rows``."""
+        return _glm.weighted_gram(self.X[rows], weights, self.has_b, self.chunk)
+
+    def rmatvec(self, v, rows=slice(None)):
+        """``X~^T v`` over ``rows``."""
+        return _glm.augment_rmatvec(self.X[rows], v, self.has_b)
+
+
+def _fisher_information_loss(problem, sigma, private_label, onehot, groups):
+    """:func:`fisher_information_loss` on validated input, stage by stage."""
+    H, H_inv = _hessian(problem)
+    layout = _AttributeLayout.of(problem.X.shape[1], onehot, private_label)
+    fil, dfil, attribute_fil = _per_example_pass(problem, H_inv, layout, sigma)
+    with np.errstate(divide="ignore"):
+        mse_bound = 1.0 / dfil**2
+    total_attribute_fil, dataset_fil, group_fil = _totals(
+        problem, H, H_inv, layout, sigma, groups
+    )
+    return FisherInformationLoss(
+        fil=fil,
+        dfil=dfil,
+        mse_bound=mse_bound,
+        attribute_fil=attribute_fil,
+        attributes=layout.attributes,
+        total_attribute_fil=total_attribute_fil,
+        dataset_fil=float(dataset_fil),
+        group_fil=group_fil,
+        n_private=layout.n_private,
+    )
+
+
+def _hessian(problem):
+    """``H`` and ``H^-1`` at the minimiser; warns when ``coef`` is not one."""
+    r, c = problem.derivatives
+    omega, reg, w = problem.omega, problem.reg, problem.w
+    H = problem.gram(omega * c)
+    H[np.diag_indices_from(H)] += reg
     H_inv = _glm.SPDFactor(H).inverse()  # a singular H is an error
-    H_inv2 = H_inv @ H_inv
-    grad = _glm.augment_rmatvec(X, omega * r, has_b) + reg * w
+    grad = problem.rmatvec(omega * r) + reg * w
     # the size of the terms that cancel in the gradient at a minimiser
-    r_scale = omega * family.residual_scale(margin, y)
-    grad_scale = kernels.abs_rmatvec(X, r_scale)
-    if has_b:
+    r_scale = omega * LOSSES[problem.loss].residual_scale(problem.margin, problem.y)
+    grad_scale = kernels.abs_rmatvec(problem.X, r_scale)
+    if problem.has_b:
         grad_scale = np.append(grad_scale, r_scale.sum())
     grad_scale += np.abs(reg * w)
     rel_grad = np.linalg.norm(grad) / max(
@@ -270,64 +344,93 @@ def fisher_information_loss(
         warnings.warn(
             _NOT_MINIMISER_MSG.format(rel_grad, _STATIONARITY_RTOL),
             NotAMinimiserWarning,
-            stacklevel=2,
+            stacklevel=4,
         )
+    return H, H_inv
 
-    # Projector Q onto the private feature coordinates (one-hot groups on the
-    # sum-to-one tangent space; the intercept is not private).
-    Q = np.zeros((p, p))
-    Q[np.arange(d), np.arange(d)] = 1.0
-    for cols in onehot:
-        Q[np.ix_(cols, cols)] -= 1.0 / cols.size
-    v = Q @ w
-    beta0 = float(v @ v)
-    n_private = d - len(onehot) + int(private_label)
 
+@dataclass(frozen=True)
+class _AttributeLayout:
+    """Which report column each private coordinate feeds.
+
+    Attributes are the plain features, the constrained one-hot groups (in
+    order of their first column), then the label. ``Q`` projects the weights
+    onto the private feature coordinates (one-hot groups on their sum-to-one
+    tangent space; the intercept is never private).
+    """
+
+    attributes: list
+    onehot: list
+    feat_col: np.ndarray
+    grp_col: np.ndarray
+    label_col: int
+    n_private: int
+
+    @classmethod
+    def of(cls, d, onehot, private_label):
+        in_group = np.full(d, -1)
+        for g, cols in enumerate(onehot):
+            in_group[cols] = g
+        attributes = []
+        feat_col = np.full(d, -1, dtype=np.int64)
+        grp_col = np.zeros(len(onehot), dtype=np.int64)
+        for j in range(d):
+            g = in_group[j]
+            if g < 0:
+                feat_col[j] = len(attributes)
+                attributes.append((j,))
+            elif j == onehot[g].min():
+                grp_col[g] = len(attributes)
+                attributes.append(tuple(int(k) for k in onehot[g]))
+        label_col = -1
+        if private_label:
+            label_col = len(attributes)
+            attributes.append("label")
+        n_private = d - len(onehot) + int(private_label)
+        return cls(attributes, onehot, feat_col, grp_col, label_col, n_private)
+
+    @property
+    def private_label(self):
+        return self.label_col >= 0
+
+    def projector(self, p):
+        d = self.feat_col.size
+        Q = np.zeros((p, p))
+        Q[np.arange(d), np.arange(d)] = 1.0
+        for cols in self.onehot:
+            Q[np.ix_(cols, cols)] -= 1.0 / cols.size
+        return Q
+
+
+def _per_example_pass(problem, H_inv, layout, sigma):
+    """Per-example and per-attribute FIL, chunk by chunk.
+
+    Each chunk is one GEMM into a reused buffer (fresh pages would cost a
+    page fault each) and one numba kernel, which adds the intercept row of
+    the rotation itself.
+    """
+    X, w, has_b = problem.X, problem.w, problem.has_b
+    r, c = problem.derivatives
+    n, d = X.shape
+    p = w.size
+    H_inv2 = H_inv @ H_inv
+    v = layout.projector(p) @ w
     # K = H^-1 Q H^-1 = (Q H^-1)^T (Q H^-1): from the SVD of Q H^-1, whose
     # singular values come out in decreasing order.
-    _, sv, Vt = linalg.svd(Q @ H_inv)
+    _, sv, Vt = linalg.svd(layout.projector(p) @ H_inv)
     gamma = np.ascontiguousarray(sv**2)
-    U = Vt.T
-    Phi = H_inv @ U  # rows of X~ @ Phi are U^T H^-1 x_i
+    Phi = H_inv @ Vt.T  # rows of X~ @ Phi are U^T H^-1 x_i
     yv = np.ascontiguousarray(Phi.T @ v)
-    trace_k = float(gamma.sum())
     hdiag = np.ascontiguousarray(np.diag(H_inv2)[:d])
-
-    # Attributes: plain features, constrained groups (in order of first
-    # column), then the label.
-    in_group = np.full(d, -1)
-    for g, cols in enumerate(onehot):
-        in_group[cols] = g
-    attributes = []
-    feat_col = np.full(d, -1, dtype=np.int64)
-    grp_col = np.zeros(len(onehot), dtype=np.int64)
-    for j in range(d):
-        g = in_group[j]
-        if g < 0:
-            feat_col[j] = len(attributes)
-            attributes.append((j,))
-        elif j == onehot[g].min():
-            grp_col[g] = len(attributes)
-            attributes.append(tuple(int(k) for k in onehot[g]))
-    label_col = -1
-    if private_label:
-        label_col = len(attributes)
-        attributes.append("label")
-    grp_data = _group_rotations(onehot, H_inv2, w)
-
-    # Per-example pass, chunk by chunk: one GEMM into a reused buffer (fresh
-    # pages would cost a page fault each) and one numba kernel, which adds the
-    # intercept row of the rotation itself.
+    grp_data = _group_rotations(layout.onehot, H_inv2, w)
     rot = np.hstack([Phi, H_inv2[:, :d]])
     offset = rot[d] if has_b else np.zeros(p + d)
-    Z = np.empty((min(chunk, n), p + d))
-    n_attr = len(attributes)
-    inv_sigma = 1.0 / sigma
-    fil = np.empty(n)
-    dfil = np.empty(n)
-    attribute_fil = np.empty((n, n_attr))
+    Z = np.empty((min(problem.chunk, n), p + d))
+    fil, dfil = np.empty(n), np.empty(n)
+    attribute_fil = np.empty((n, len(layout.attributes)))
     w_feat = np.ascontiguousarray(w[:d])
-    for sl in gen_batches(n, chunk):
+    omega2 = problem.omega2
+    for sl in gen_batches(n, problem.chunk):
         Zc = _matmul_into(X[sl], rot[:d], Z)
         kernels.per_example_fil(
             Zc[:, :p],
@@ -339,45 +442,75 @@ def fisher_information_loss(
             omega2[sl],
             gamma,
             yv,
-            beta0,
-            trace_k,
+            float(v @ v),
+            float(gamma.sum()),
             w_feat,
             hdiag,
-            feat_col,
+            layout.feat_col,
             *grp_data,
-            grp_col,
-            label_col,
-            inv_sigma,
-            1.0 / n_private,
+            layout.grp_col,
+            layout.label_col,
+            1.0 / sigma,
+            1.0 / layout.n_private,
             fil[sl],
             dfil[sl],
             attribute_fil[sl],
         )
-    with np.errstate(divide="ignore"):
-        mse_bound = 1.0 / dfil**2
+    return fil, dfil, attribute_fil
 
+
+def _totals(problem, H, H_inv, layout, sigma, groups):
+    """FIL of every attribute over all examples, of the data set, of groups."""
+    r, c = problem.derivatives
+    omega, omega2, reg, w = problem.omega, problem.omega2, problem.reg, problem.w
     # Sums over examples: Grams of omega^2 c^2 and omega^2, s = X~^T omega^2 c r.
-    same_gram = loss == "squared" and np.all(omega == 1.0)
-    C2 = (
-        H - np.diag(reg)
-        if same_gram
-        else _glm.weighted_gram(X, omega2 * c * c, has_b, chunk)
-    )
+    same_gram = problem.loss == "squared" and np.all(omega == 1.0)
+    C2 = H - np.diag(reg) if same_gram else problem.gram(omega2 * c * c)
     C0 = None
-    if private_label:
-        C0 = (
-            C2
-            if (same_gram or loss == "squared")
-            else _glm.weighted_gram(X, omega2, has_b, chunk)
-        )
-    s = _glm.augment_rmatvec(X, omega2 * c * r, has_b)
+    if layout.private_label:
+        C0 = C2 if problem.loss == "squared" else problem.gram(omega2)
+    s = problem.rmatvec(omega2 * c * r)
     rho2 = float(omega2 @ (r * r))
+    total = _attribute_totals(w, H_inv, C2, C0, s, rho2, layout.attributes)
+    total_attribute_fil = np.sqrt(np.maximum(total, 0.0)) / sigma
 
-    # Attribute a over all examples: H^-1 A_a H^-1 with A_a = ||v_a||^2 C2 +
-    # (s v_a^T + v_a s^T) + rho2 Q_a. For a plain feature j this is w_j^2 M2 +
-    # [H^-1 e_j, H^-1 s] [[rho2, w_j], [w_j, 0]] [...]^T: the per-example
-    # kernel again, in the eigenbasis of the shared M2 = H^-1 C2 H^-1.
-    total = np.empty(n_attr)
+    Q = layout.projector(w.size)
+    v = Q @ w
+    beta0 = float(v @ v)
+
+    def block_fil(C2_S, C0_S, s_S, rho2_S):
+        A = rho2_S * Q + beta0 * C2_S + np.outer(s_S, v) + np.outer(v, s_S)
+        if C0_S is not None:
+            A = A + C0_S
+        return np.sqrt(_top_eig(H_inv @ A @ H_inv)) / sigma
+
+    dataset_fil = block_fil(C2, C0, s, rho2)
+    if groups is None:
+        return total_attribute_fil, dataset_fil, None
+    group_fil = {}
+    for label_value in np.unique(groups):
+        idx = np.flatnonzero(groups == label_value)
+        key = label_value.item() if hasattr(label_value, "item") else label_value
+        group_fil[key] = block_fil(
+            problem.gram((omega2 * c * c)[idx], idx),
+            problem.gram(omega2[idx], idx) if layout.private_label else None,
+            problem.rmatvec((omega2 * c * r)[idx], idx),
+            float(omega2[idx] @ (r[idx] ** 2)),
+        )
+    return total_attribute_fil, dataset_fil, group_fil
+
+
+def _attribute_totals(w, H_inv, C2, C0, s, rho2, attributes):
+    """Squared FIL of each attribute over all examples.
+
+    Attribute ``a`` has the matrix ``H^-1 A_a H^-1`` with ``A_a = ||v_a||^2 C2
+    + (s v_a^T + v_a s^T) + rho2 Q_a``. For a plain feature ``j`` this is
+    ``w_j^2 M2 + [H^-1 e_j, H^-1 s] [[rho2, w_j], [w_j, 0]] [...]^T``: the
+    per-example kernel again, in the eigenbasis of the shared ``M2 = H^-1 C2
+    H^-1``.
+    """
+    p = w.size
+    total = np.empty(len(attributes))
     M2 = H_inv @ C2 @ H_inv
     s_h = H_inv @ s
     m2_eval, m2_evec = linalg.eigh(M2)
@@ -406,43 +539,7 @@ def fisher_information_loss(
                 + rho2 * (H_inv @ Qa @ H_inv)
             )
             total[a_idx] = _top_eig(A)
-    total_attribute_fil = np.sqrt(np.maximum(total, 0.0)) * inv_sigma
-
-    def block_fil(C2_S, C0_S, s_S, rho2_S):
-        A = rho2_S * Q + beta0 * C2_S + np.outer(s_S, v) + np.outer(v, s_S)
-        if private_label:
-            A = A + C0_S
-        return np.sqrt(_top_eig(H_inv @ A @ H_inv)) * inv_sigma
-
-    dataset_fil = block_fil(C2, C0, s, rho2)
-    group_fil = None
-    if groups is not None:
-        group_fil = {}
-        for label_value in np.unique(groups):
-            idx = np.flatnonzero(groups == label_value)
-            Xg = X[idx]
-            wc2 = (omega2 * c * c)[idx]
-            C2g = _glm.weighted_gram(Xg, wc2, has_b, chunk)
-            C0g = (
-                _glm.weighted_gram(Xg, omega2[idx], has_b, chunk)
-                if private_label
-                else None
-            )
-            sg = _glm.augment_rmatvec(Xg, (omega2 * c * r)[idx], has_b)
-            group_fil[
-                label_value.item() if hasattr(label_value, "item") else label_value
-            ] = block_fil(C2g, C0g, sg, float(omega2[idx] @ (r[idx] ** 2)))
-    return FisherInformationLoss(
-        fil=fil,
-        dfil=dfil,
-        mse_bound=mse_bound,
-        attribute_fil=attribute_fil,
-        attributes=attributes,
-        total_attribute_fil=total_attribute_fil,
-        dataset_fil=float(dataset_fil),
-        group_fil=group_fil,
-        n_private=n_private,
-    )
+    return total
 
 
 def _group_rotations(onehot, H_inv2, w):
