@@ -146,6 +146,11 @@ def _default_rdp_orders():
     return np.array(DEFAULT_RDP_ORDERS, dtype=np.float64)
 
 
+# A pure function of hashable numbers, and slow (a PLD of Poisson sampling
+# under replace-one takes most of a second): every fit of an estimator with
+# the same settings reports the same epsilon, so an audit's thousands of
+# releases compute it once per process.
+@lru_cache(maxsize=256)
 def _accountant_epsilon(
     accountant, noise_multiplier, sample_rate, steps, delta, relation="add_remove"
 ):

@@ -1,0 +1,725 @@
+"""An empirical lower bound on epsilon: is a reported guarantee a guarantee?
+
+A mechanism that is (ε, δ)-DP limits every test that tries to tell apart its
+outputs on two neighbouring data sets: a test that accuses the second data set
+with false-positive rate FPR and false-negative rate FNR must satisfy ``FPR +
+e^ε FNR >= 1 - δ`` and ``FNR + e^ε FPR >= 1 - δ``. Running the mechanism many
+times on a worst-case pair of neighbours, choosing a test on half of the
+outputs and measuring its error rates on the other half turns this into a
+lower bound on ε that holds with a chosen confidence, whatever the mechanism:
+a claimed ε below it is not a guarantee.
+"""
+
+# Authors: The sklearn-fil developers
+# SPDX-License-Identifier: BSD-3-Clause
+
+import sys
+import warnings
+from numbers import Integral, Real
+from typing import ClassVar
+
+import numpy as np
+import pandas as pd
+from joblib import Parallel, delayed, effective_n_jobs
+from scipy import stats
+from sklearn.base import BaseEstimator, MetaEstimatorMixin, clone, is_classifier
+from sklearn.covariance import ledoit_wolf
+from sklearn.metrics import roc_curve
+from sklearn.utils import check_random_state
+from sklearn.utils._param_validation import HasMethods
+from sklearn.utils.validation import check_array, check_consistent_length
+
+from sklearn_fil.audit._intrinsic import _flatten, _weight_names
+from sklearn_fil.utils._clipping import row_norms
+from sklearn_fil.utils._fitted import fit_or_clear
+from sklearn_fil.utils._onehot import onehot_columns
+from sklearn_fil.utils._sklearn_compat import Interval, _fit_context
+
+# Fewest releases per data set: two halves of at least ten.
+_MIN_RELEASES = 20
+# Tasks per joblib worker: few enough that each task fits many releases (cheap
+# to schedule, also on Dask), enough to balance the load.
+_TASKS_PER_JOB = 4
+# The statistic whitens with a full (shrunk) covariance up to this many
+# released numbers, and with the per-coordinate variances beyond.
+_MAX_WHITENED = 1000
+# A DP-SGD canary's norm in units of max_grad_norm: a logistic gradient with
+# a misclassified label (|p - y| >= 1/2) then has norm >= 2 C and is clipped.
+_DPSGD_CANARY_SCALE = 4.0
+_DATA_SETS = ("original", "neighbour")
+
+
+def _seed_sequence(random_state):
+    """A SeedSequence: fresh OS entropy for None, else derived from the seed."""
+    if random_state is None:
+        return np.random.SeedSequence()
+    if isinstance(random_state, Integral):
+        return np.random.SeedSequence(int(random_state))
+    rng = check_random_state(random_state)
+    return np.random.SeedSequence(int(rng.randint(np.iinfo(np.int32).max)))
+
+
+def _clopper_pearson_upper(k, n, alpha):
+    """One-sided Clopper-Pearson upper confidence bound of a binomial rate.
+
+    With ``k`` successes in ``n`` trials, the rate is at most the returned
+    bound with probability at least ``1 - alpha`` (exactly, not
+    asymptotically): the ``1 - alpha`` quantile of ``Beta(k + 1, n - k)``,
+    and 1 when ``k = n``.
+
+    Parameters
+    ----------
+    k : int or array-like of int
+        Numbers of successes, ``0 <= k <= n``.
+    n : int
+        Number of trials, >= 1.
+    alpha : float
+        Error probability, in (0, 1).
+
+    Returns
+    -------
+    upper : float or ndarray
+        The upper bounds, one per ``k``.
+
+    Examples
+    --------
+    >>> from sklearn_fil.audit._epsilon import _clopper_pearson_upper
+    >>> round(_clopper_pearson_upper(0, 100, 0.05), 4)  # 1 - 0.05**(1/100)
+    0.0295
+    """
+    k = np.asarray(k, dtype=np.float64)
+    upper = stats.beta.ppf(1.0 - alpha, k + 1.0, np.maximum(n - k, 1.0))
+    upper = np.where(k >= n, 1.0, upper)
+    return float(upper) if upper.ndim == 0 else upper
+
+
+def _epsilon_bound(fnr, fpr, delta):
+    """``log((1 - delta - fnr) / fpr)``: -inf where the numerator is <= 0."""
+    fnr, fpr = np.asarray(fnr, dtype=np.float64), np.asarray(fpr, dtype=np.float64)
+    top = 1.0 - delta - fnr
+    with np.errstate(divide="ignore", invalid="ignore"):
+        eps = np.log(np.where(top > 0, top, 1.0)) - np.log(fpr)
+    return np.where(top > 0, eps, -np.inf)
+
+
+def _canary_norm(params, X_free):
+    """The norm of the canary's free features."""
+    largest = float(np.max(row_norms(X_free), initial=0.0))
+    if params.get("data_norm") is not None:
+        return float(params["data_norm"])
+    if params.get("max_grad_norm") is not None:
+        return max(_DPSGD_CANARY_SCALE * float(params["max_grad_norm"]), largest)
+    return largest if largest > 0 else 1.0
+
+
+def _least_varied_direction(X_free):
+    """Unit vector along which the rows of X vary least (uncentred).
+
+    The smallest right singular vector of ``X``: the curvature of a
+    regularised loss, and the pull of the other examples' gradients, are
+    smallest there, so a canary along it moves the model most. The sign is
+    fixed (largest entry positive) so the result is deterministic.
+    """
+    d = X_free.shape[1]
+    if d == 0:
+        return np.zeros(0)
+    _, _, Vt = np.linalg.svd(X_free, full_matrices=True)
+    u = Vt[-1] if Vt.shape[0] == d else np.eye(d)[0]
+    return u if u[np.argmax(np.abs(u))] > 0 else -u
+
+
+def _flipped_label(estimator, x_row, label):
+    """A label other than ``label``: the least probable one when known."""
+    classes = np.asarray(estimator.classes_)
+    others = classes[classes != label]
+    if others.size == 1 or not hasattr(estimator, "predict_proba"):
+        return others[0]
+    proba = np.asarray(estimator.predict_proba(x_row))[0]
+    keep = classes != label
+    return others[int(np.argmin(proba[keep]))]
+
+
+def canary_neighbours(estimator, X, y):
+    """Two neighbouring data sets, built from X and y with a worst-case canary.
+
+    The relation is the one the fitted estimator's ``guarantee_`` states.
+    The canary's features are ``R u``: ``u`` the unit direction along which
+    the rows of ``X`` vary least (the model's curvature, and the pull of the
+    other examples, are smallest there) and ``R`` the largest norm the
+    mechanism lets through: ``data_norm`` for an estimator that clips rows to
+    it (the columns of ``onehot_groups`` keep row 0's values, and the
+    estimator clips the rest to the norm left); for DP-SGD (an estimator with
+    ``max_grad_norm``) the larger of ``4 * max_grad_norm`` and the largest
+    row norm of ``X``, so that the gradient of a misclassified canary is
+    clipped; otherwise the largest row norm of ``X``.
+
+    * ``"replace_one"``: both data sets are ``X`` with row 0 replaced by the
+      canary. For a classifier the canary has the same features in both, with
+      the label the estimator predicts for it in the first and another label
+      (the least probable one) in the second: for a logistic loss the two
+      gradients then point in opposite directions at every weight vector,
+      the worst case of replacing one example. Otherwise the label is row
+      0's and the features are ``R u`` in the first, ``-R u`` in the second.
+    * ``"add_remove"``: the first data set is ``X`` itself, the second has the
+      canary appended, labelled against the estimator's prediction.
+
+    Parameters
+    ----------
+    estimator : estimator object
+        A fitted estimator with a ``guarantee_`` (a
+        :class:`~sklearn_fil.accounting.Guarantee`), read for the relation;
+        classifiers also need ``predict`` and ``classes_``.
+    X : {array-like, DataFrame} of shape (n_samples, n_features)
+        Data; a DataFrame keeps its columns.
+    y : array-like of shape (n_samples,)
+        Targets.
+
+    Returns
+    -------
+    X_base : ndarray or DataFrame
+        Features of the first data set.
+    y_base : ndarray
+        Its targets.
+    X_neighbour : ndarray or DataFrame
+        Features of the neighbouring data set.
+    y_neighbour : ndarray
+        Its targets.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn_fil import OutputPerturbedLogisticRegression
+    >>> from sklearn_fil.audit import canary_neighbours
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.normal(scale=0.3, size=(20, 2))
+    >>> y = (X[:, 0] > 0).astype(int)
+    >>> clf = OutputPerturbedLogisticRegression(
+    ...     sigma=1.0, lam=0.1, fit_intercept=False, data_norm=1.0, delta=0.01,
+    ...     random_state=0).fit(X, y)
+    >>> X0, y0, X1, y1 = canary_neighbours(clf, X, y)
+    >>> round(float(np.linalg.norm(X1[0])), 6), bool(y0[0] != y1[0])
+    (1.0, True)
+    >>> bool((X0[1:] == X[1:]).all() and (X1 == X0).all())
+    True
+    """
+    guarantee = getattr(estimator, "guarantee_", None)
+    if guarantee is None or not guarantee.holds:
+        raise ValueError(
+            "canary_neighbours needs a fitted estimator whose guarantee_ holds: "
+            "the neighbouring relation comes from it."
+        )
+    columns = X.columns if isinstance(X, pd.DataFrame) else None
+    X_arr = check_array(X, dtype=np.float64, copy=True)
+    y_arr = np.array(y, copy=True)
+    check_consistent_length(X_arr, y_arr)
+    params = estimator.get_params(deep=False)
+    groups = onehot_columns(params.get("onehot_groups"), columns, X_arr.shape[1])
+    exempt = sorted({j for cols in groups.values() for j in cols})
+    free = np.setdiff1d(np.arange(X_arr.shape[1]), exempt)
+    u = _least_varied_direction(X_arr[:, free])
+    radius = _canary_norm(params, X_arr[:, free])
+    canary = X_arr[0].copy()
+    canary[free] = radius * u
+
+    def frame(A):
+        return A if columns is None else pd.DataFrame(A, columns=columns)
+
+    row = frame(canary[None, :])
+    add_remove = guarantee.neighboring_relation == "add_remove"
+    if is_classifier(estimator):
+        predicted = np.asarray(estimator.predict(row))[0]
+        flipped = _flipped_label(estimator, row, predicted)
+        if add_remove:
+            X1 = np.vstack([X_arr, canary])
+            return frame(X_arr), y_arr, frame(X1), np.append(y_arr, flipped)
+        X_arr[0] = canary
+        y0, y1 = y_arr.copy(), y_arr.copy()
+        y0[0], y1[0] = predicted, flipped
+        return frame(X_arr), y0, frame(X_arr.copy()), y1
+    if add_remove:
+        X1 = np.vstack([X_arr, canary])
+        return frame(X_arr), y_arr, frame(X1), np.append(y_arr, y_arr[0])
+    X0, X1 = X_arr.copy(), X_arr.copy()
+    X0[0] = canary
+    X1[0, free] = -canary[free]
+    return frame(X0), y_arr, frame(X1), y_arr.copy()
+
+
+def _check_neighbours(X0, y0, X1, y1, relation):
+    """Raise unless the two data sets are neighbours under ``relation``."""
+    n0, n1 = X0.shape[0], X1.shape[0]
+    if relation == "replace_one":
+        if n0 != n1:
+            raise ValueError(
+                "Under replace-one the neighbouring data set has as many rows as "
+                f"X; got {n1} and {n0}."
+            )
+        differ = np.any(X0 != X1, axis=1) | (y0 != y1)
+        if differ.sum() > 1:
+            raise ValueError(
+                f"X_neighbour, y_neighbour differ from X, y in {int(differ.sum())} "
+                "rows; replace-one neighbours differ in at most one (more would "
+                "audit group privacy, whose epsilon is larger)."
+            )
+        return
+    if abs(n0 - n1) != 1:
+        raise ValueError(
+            "Under add/remove the neighbouring data set has one row more or one "
+            f"fewer than X; got {n1} rows against {n0}."
+        )
+    (Xs, ys), (Xl, yl) = ((X0, y0), (X1, y1)) if n0 < n1 else ((X1, y1), (X0, y0))
+    same = np.all(Xs == Xl[:-1], axis=1) & (ys == yl[:-1])
+    first = int(np.argmin(same)) if not same.all() else Xs.shape[0]
+    if not (
+        np.array_equal(Xs[first:], Xl[first + 1 :])
+        and np.array_equal(ys[first:], yl[first + 1 :])
+    ):
+        raise ValueError(
+            "Under add/remove the larger data set must be the smaller one with "
+            "one row inserted (in order); X_neighbour, y_neighbour are not."
+        )
+
+
+def _fit_releases(estimator, data_sets, jobs, names, fit_params):
+    """Fit one release per ``(data set, seed)`` job; one row of weights each.
+
+    The release fits repeat the probe fits' warnings (shown once, in the
+    calling process), so they are silenced here.
+    """
+    rows = []
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for which, seed in jobs:
+            X, y = data_sets[which]
+            model = clone(estimator).set_params(random_state=int(seed))
+            model.fit(X, y, **fit_params)
+            rows.append(_flatten(model, names))
+    return np.stack(rows)
+
+
+def _progress(results, total, verbose):
+    """Yield ``results`` (arrays of releases), drawing a bar on stderr if verbose."""
+    done = 0
+    for result in results:
+        done += result.shape[0]
+        if verbose:
+            filled = 30 * done // total
+            end = "\n" if done == total else ""
+            sys.stderr.write(
+                f"\rEpsilonAudit [{'#' * filled}{'.' * (30 - filled)}] "
+                f"{done}/{total} releases{end}"
+            )
+            sys.stderr.flush()
+        yield result
+
+
+def _statistic(W0, W1):
+    """Weights of the linear statistic, from the selection releases.
+
+    Fisher's discriminant ``S^-1 (mean1 - mean0)`` with the pooled covariance
+    shrunk by Ledoit-Wolf (the likelihood-ratio test for Gaussian noise of
+    any common covariance; the plain difference of means for isotropic
+    noise), with per-coordinate variances beyond ``_MAX_WHITENED`` numbers.
+    A coordinate that never varies but differs between the data sets is a
+    perfect test and is used alone.
+    """
+    diff = W1.mean(axis=0) - W0.mean(axis=0)
+    pooled = np.vstack([W0 - W0.mean(axis=0), W1 - W1.mean(axis=0)])
+    var = pooled.var(axis=0)
+    constant = var <= 1e-300
+    if np.any(constant & (diff != 0)):
+        return np.where(constant, diff, 0.0)
+    direction = np.zeros_like(diff)
+    keep = ~constant
+    if not keep.any():
+        return direction
+    if keep.sum() <= _MAX_WHITENED:
+        cov, _ = ledoit_wolf(pooled[:, keep], assume_centered=True)
+        direction[keep] = np.linalg.lstsq(cov, diff[keep], rcond=None)[0]
+    else:
+        direction[keep] = diff[keep] / var[keep]
+    if not np.any(direction):
+        direction = diff
+    return direction
+
+
+def _choose_test(s0, s1, delta, alpha):
+    """Orientation and threshold with the best lower bound on these scores.
+
+    Either data set may be the one accused by ``sign * score >= threshold``;
+    every threshold of both ROC curves is scored by the lower bound its
+    counts would give, so the choice favours tests whose rates are not
+    merely small but certifiably small. Each count gets one more error: a
+    threshold beyond the last release of the other data set has no error
+    here but some on fresh releases, and the plain counts would overrate it.
+    """
+    best = (-np.inf, 1.0, np.inf)
+    truth = np.r_[np.zeros(s0.size, dtype=bool), np.ones(s1.size, dtype=bool)]
+    scores = np.r_[s0, s1]
+    for sign, positive in ((1.0, truth), (-1.0, ~truth)):
+        fpr, tpr, thresholds = roc_curve(
+            positive, sign * scores, drop_intermediate=False
+        )
+        m_pos, m_neg = int(positive.sum()), int((~positive).sum())
+        fn = np.minimum(np.rint((1.0 - tpr) * m_pos) + 1.0, m_pos)
+        fp = np.minimum(np.rint(fpr * m_neg) + 1.0, m_neg)
+        eps = _epsilon_bound(
+            _clopper_pearson_upper(fn, m_pos, alpha),
+            _clopper_pearson_upper(fp, m_neg, alpha),
+            delta,
+        )
+        eps[~np.isfinite(thresholds)] = -np.inf
+        i = int(np.argmax(eps))
+        if eps[i] > best[0]:
+            best = (float(eps[i]), sign, float(thresholds[i]))
+    return best[1], best[2]
+
+
+class EpsilonAudit(MetaEstimatorMixin, BaseEstimator):
+    """Audit a reported ε: a lower bound on the ε a mechanism really has.
+
+    Fits ``estimator`` ``n_releases`` times on each of two neighbouring data
+    sets (each release a clone with its own ``random_state``) and tries to
+    tell its released weights apart. Any (ε, δ)-DP mechanism limits every
+    such test: accusing the second data set with false-positive rate FPR and
+    false-negative rate FNR, ``FPR + e^ε FNR >= 1 - δ``. The audit
+
+    1. chooses the test on the first half of the releases of each data set: a
+       linear statistic (Fisher's discriminant of the two sets of released
+       weights; the projection on the difference of their means when the
+       noise is isotropic, the most powerful test for Gaussian output noise),
+       which data set its high values accuse, and a threshold, the point of
+       the ROC curve (:func:`sklearn.metrics.roc_curve`) with the best lower
+       bound on those releases;
+    2. counts that single test's errors on the other half, bounds FPR and FNR
+       from above by one-sided Clopper-Pearson intervals at
+       ``1 - (1 - confidence) / 2`` each (Bonferroni), and reports
+       ``epsilon_lower_ = log((1 - δ - FNR_upper) / FPR_upper)``, at least 0,
+       at the δ the estimator claims.
+
+    Whatever the mechanism, ``epsilon_lower_`` is below its true ε (at that
+    δ) with probability at least ``confidence``: a claimed ε below it is
+    refuted. The converse does not hold: a lower bound below the claim only
+    says that this test, on these data sets, found no violation. How close
+    it can come depends on ``n_releases`` (with no error at all among ``m =
+    n_releases / 2`` held-out releases, the bound is ``log((1 - δ) / (1 -
+    ((1 - confidence) / 2)^(1/m)))``, about 4.9 for ``n_releases=1000`` at
+    the default confidence) and on how close the pair of data sets is to
+    the worst case.
+
+    The neighbouring data sets are ``X, y`` and ``X_neighbour,
+    y_neighbour`` when given; otherwise :func:`canary_neighbours` builds a
+    worst-case pair from ``X, y`` under the relation the estimator's
+    ``guarantee_`` states (replacing row 0 by a canary, or appending one).
+
+    A probe fit on each data set, in this process, runs first: its errors
+    and warnings surface before the releases; ``guarantee_``, the claim,
+    comes from the probe on ``X, y``. The releases are then fitted by joblib
+    in a few tasks per worker (warnings silenced, they repeat the probes'),
+    so ``n_jobs`` parallelises them and ``joblib.parallel_config(
+    backend="dask")`` runs them on a Dask cluster; the results do not depend
+    on where they were fitted. Every release is a fresh clone whose
+    ``random_state`` comes from a :class:`numpy.random.SeedSequence` of the
+    audit's ``random_state``.
+
+    Parameters
+    ----------
+    estimator : estimator object
+        An unfitted estimator with a ``random_state`` parameter that reports
+        a guarantee (``guarantee_``, a
+        :class:`~sklearn_fil.accounting.Guarantee`) and releases ``coef_`` and
+        ``intercept_`` (:class:`~sklearn_fil.OutputPerturbedLogisticRegression`)
+        or ``coefs_`` and ``intercepts_``
+        (:class:`~sklearn_fil.DPSGDClassifier`). It is cloned for every
+        release.
+    n_releases : int, default=2000
+        Releases per data set, at least 20: half choose the test, half
+        measure it.
+    confidence : float, default=0.95
+        Probability with which ``epsilon_lower_`` is below the true ε.
+    n_jobs : int, default=None
+        Joblib workers for the releases; None means 1 unless in a
+        :func:`joblib.parallel_config` context.
+    random_state : int, RandomState instance or None, default=None
+        Seeds the releases (and the probes). None draws fresh OS entropy; an
+        int makes the audit reproducible.
+    verbose : int, default=0
+        Draw a progress bar of the releases on stderr.
+
+    Attributes
+    ----------
+    guarantee_ : Guarantee
+        The guarantee the probe fitted on ``X, y`` reports.
+    epsilon_claimed_ : float
+        The claimed ε: the largest of the probes' on the two data sets.
+    delta_ : float
+        The δ of the claim (the largest of the probes'), at which the lower
+        bound is computed.
+    epsilon_lower_ : float
+        Lower bound on the mechanism's ε at ``delta_``, valid with
+        probability ``confidence``; at least 0.
+    epsilon_estimate_ : float
+        Point estimate of the same test's ε at ``delta_``: the bound at the
+        held-out error rates, each estimated as ``(k + 1/2) / (m + 1)``
+        (finite even without errors); at least 0. Not a bound.
+    consistent_ : bool
+        Whether ``epsilon_lower_ <= epsilon_claimed_``: the audit found no
+        violation.
+    direction_ : ndarray of shape (n_weights,)
+        Weights of the linear statistic over the flattened release (all
+        weights, then all biases), oriented so that high values accuse
+        ``positive_``.
+    threshold_ : float
+        The test accuses ``positive_`` when the statistic is at least this.
+    positive_ : {"original", "neighbour"}
+        The data set the test accuses.
+    scores_ : pandas.DataFrame
+        The held-out statistics, columns ``"original"`` (releases on ``X,
+        y``) and ``"neighbour"``, one row per held-out release.
+    audit_report_ : pandas.DataFrame
+        One row: ``epsilon_claimed``, ``delta``, ``neighboring_relation``,
+        ``epsilon_lower``, ``epsilon_estimate``, ``fpr``, ``fnr`` (held-out
+        rates), ``fpr_upper``, ``fnr_upper``, ``n_releases``,
+        ``confidence`` and ``consistent``; indexed by the estimator's class
+        name.
+
+    See Also
+    --------
+    canary_neighbours : The worst-case pair of data sets audited by default.
+    IntrinsicPrivacyAudit : Privacy from the randomness of SGD alone.
+
+    Notes
+    -----
+    The releases are held in memory, ``2 n_releases`` vectors of all the
+    released weights. Like every result computed from the training data, the
+    audit's are sensitive; a fixed ``random_state`` makes the releases
+    reproducible and therefore not private.
+
+    References
+    ----------
+    Jagielski, Ullman & Oprea (2020), *Auditing differentially private
+    machine learning: how private is private SGD?*, NeurIPS.
+    Nasr, Song, Thakurta, Papernot & Carlini (2021), *Adversary
+    instantiation: lower bounds for differentially private machine
+    learning*, IEEE S&P.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn_fil import OutputPerturbedLogisticRegression
+    >>> from sklearn_fil.audit import EpsilonAudit
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.normal(scale=0.3, size=(20, 2))
+    >>> y = (X[:, 0] > 0).astype(int)
+    >>> clf = OutputPerturbedLogisticRegression(
+    ...     sigma=0.7, lam=0.1, fit_intercept=False, data_norm=1.0, delta=0.04)
+    >>> audit = EpsilonAudit(clf, n_releases=200, random_state=0).fit(X, y)
+    >>> audit.epsilon_lower_ <= audit.epsilon_claimed_
+    True
+    >>> list(audit.audit_report_.columns[:5])
+    ['epsilon_claimed', 'delta', 'neighboring_relation', 'epsilon_lower', \
+'epsilon_estimate']
+    """
+
+    _parameter_constraints: ClassVar[dict] = {
+        "estimator": [HasMethods(["fit"])],
+        "n_releases": [Interval(Integral, _MIN_RELEASES, None, closed="left")],
+        "confidence": [Interval(Real, 0, 1, closed="neither")],
+        "n_jobs": [Integral, None],
+        "random_state": ["random_state"],
+        "verbose": ["verbose"],
+    }
+
+    def __init__(
+        self,
+        estimator,
+        *,
+        n_releases=2000,
+        confidence=0.95,
+        n_jobs=None,
+        random_state=None,
+        verbose=0,
+    ):
+        self.estimator = estimator
+        self.n_releases = n_releases
+        self.confidence = confidence
+        self.n_jobs = n_jobs
+        self.random_state = random_state
+        self.verbose = verbose
+
+    @_fit_context(prefer_skip_nested_validation=False)
+    def fit(self, X, y, X_neighbour=None, y_neighbour=None, **fit_params):
+        """Fit the releases on both data sets and bound ε from below.
+
+        Parameters
+        ----------
+        X : {array-like, DataFrame} of shape (n_samples, n_features)
+            Training data.
+        y : array-like of shape (n_samples,)
+            Targets.
+        X_neighbour : {array-like, DataFrame} of shape (n_neighbour, \
+n_features), default=None
+            A neighbouring data set under the estimator's relation: as many
+            rows, at most one different (replace-one), or one row more or
+            fewer (add/remove). None builds a worst-case pair with
+            :func:`canary_neighbours`.
+        y_neighbour : array-like of shape (n_neighbour,), default=None
+            Its targets; given with ``X_neighbour`` and only with it.
+        **fit_params : dict
+            Passed to every fit, on both data sets (e.g. a public
+            ``sample_weight`` under replace-one).
+
+        Returns
+        -------
+        self : object
+            Fitted audit.
+        """
+        return fit_or_clear(self, self._fit, X, y, X_neighbour, y_neighbour, fit_params)
+
+    def _fit(self, X, y, X_neighbour, y_neighbour, fit_params):
+        if "random_state" not in self.estimator.get_params(deep=False):
+            raise TypeError(
+                f"{type(self.estimator).__name__} has no random_state parameter: "
+                "the audit draws the randomness of every release through it."
+            )
+        X_arr = check_array(X, dtype=np.float64)
+        y_arr = np.asarray(y)
+        check_consistent_length(X_arr, y_arr)
+        if (X_neighbour is None) != (y_neighbour is None):
+            raise ValueError("X_neighbour and y_neighbour must be given together.")
+        if X_neighbour is not None:
+            Xn_arr = check_array(X_neighbour, dtype=np.float64)
+            yn_arr = np.asarray(y_neighbour)
+            check_consistent_length(Xn_arr, yn_arr)
+            if Xn_arr.shape[1] != X_arr.shape[1]:
+                raise ValueError(
+                    f"X_neighbour has {Xn_arr.shape[1]} features; X has "
+                    f"{X_arr.shape[1]}."
+                )
+        n = self.n_releases
+        seeds = [
+            int(s) for s in _seed_sequence(self.random_state).generate_state(3 + 2 * n)
+        ]
+
+        # Probes, in this process: the estimator's own errors and warnings,
+        # the claim and the released attributes, before the releases.
+        probe = clone(self.estimator).set_params(random_state=seeds[0])
+        probe.fit(X, y, **fit_params)
+        guarantee = self._check_guarantee(probe, "X, y")
+        names = _weight_names(probe)
+        if names is None:
+            raise TypeError(
+                f"{type(self.estimator).__name__} exposes neither coef_ and "
+                "intercept_ nor coefs_ and intercepts_ after fit: the audit "
+                "compares released weights."
+            )
+        relation = guarantee.neighboring_relation
+        if X_neighbour is None:
+            X0, y0, X1, y1 = canary_neighbours(probe, X, y)
+        else:
+            _check_neighbours(X_arr, y_arr, Xn_arr, yn_arr, relation)
+            X0, y0, X1, y1 = X, y, X_neighbour, y_neighbour
+        claims = []
+        for seed, (Xd, yd), which in (
+            (seeds[1], (X0, y0), "the first data set"),
+            (seeds[2], (X1, y1), "the neighbouring data set"),
+        ):
+            model = clone(self.estimator).set_params(random_state=seed)
+            claims.append(self._check_guarantee(model.fit(Xd, yd, **fit_params), which))
+        if any(c.neighboring_relation != relation for c in claims):
+            raise ValueError(
+                "The estimator states different neighbouring relations on the "
+                "two data sets; there is no single claim to audit."
+            )
+
+        jobs = [(0, s) for s in seeds[3 : 3 + n]] + [(1, s) for s in seeds[3 + n :]]
+        n_tasks = min(len(jobs), _TASKS_PER_JOB * max(1, effective_n_jobs(self.n_jobs)))
+        chunks = [c for c in np.array_split(np.arange(len(jobs)), n_tasks) if c.size]
+        results = Parallel(n_jobs=self.n_jobs, return_as="generator")(
+            delayed(_fit_releases)(
+                self.estimator,
+                ((X0, y0), (X1, y1)),
+                [jobs[i] for i in chunk],
+                names,
+                fit_params,
+            )
+            for chunk in chunks
+        )
+        W = np.vstack(list(_progress(results, len(jobs), self.verbose)))
+
+        self.guarantee_ = guarantee
+        self.epsilon_claimed_ = float(max(c.epsilon for c in claims))
+        self.delta_ = float(max(c.delta for c in claims))
+        self._estimate(W[:n], W[n:], relation)
+        return self
+
+    def _check_guarantee(self, model, which):
+        guarantee = getattr(model, "guarantee_", None)
+        name = type(self.estimator).__name__
+        if guarantee is None:
+            raise ValueError(
+                f"{name} reports no guarantee_ (fitted on {which}): there is no "
+                "epsilon to audit."
+            )
+        if not guarantee.holds:
+            raise ValueError(
+                f"{name} reports no epsilon to audit (fitted on {which}): "
+                f"{guarantee.reason}"
+            )
+        return guarantee
+
+    def _estimate(self, W0, W1, relation):
+        """The test on the first halves, its bound on the second."""
+        n = self.n_releases
+        half = n // 2
+        alpha = (1.0 - self.confidence) / 2.0
+        delta = self.delta_
+        direction = _statistic(W0[:half], W1[:half])
+        sign, threshold = _choose_test(
+            W0[:half] @ direction, W1[:half] @ direction, delta, alpha
+        )
+        direction = sign * direction
+        s0, s1 = W0[half:] @ direction, W1[half:] @ direction
+        # sign +1 accuses the neighbour, -1 the original data set
+        accused, other = (s1, s0) if sign > 0 else (s0, s1)
+        m = n - half
+        fn = int(np.sum(accused < threshold))
+        fp = int(np.sum(other >= threshold))
+        fnr_upper = _clopper_pearson_upper(fn, m, alpha)
+        fpr_upper = _clopper_pearson_upper(fp, m, alpha)
+        lower = float(_epsilon_bound(fnr_upper, fpr_upper, delta))
+        estimate = float(
+            _epsilon_bound((fn + 0.5) / (m + 1.0), (fp + 0.5) / (m + 1.0), delta)
+        )
+        self.epsilon_lower_ = max(0.0, lower)
+        self.epsilon_estimate_ = max(0.0, estimate)
+        self.consistent_ = bool(self.epsilon_lower_ <= self.epsilon_claimed_)
+        self.direction_ = direction
+        self.threshold_ = threshold
+        self.positive_ = _DATA_SETS[1] if sign > 0 else _DATA_SETS[0]
+        self.scores_ = pd.DataFrame(
+            {_DATA_SETS[0]: s0, _DATA_SETS[1]: s1},
+            index=pd.RangeIndex(m, name="release"),
+        )
+        self.audit_report_ = pd.DataFrame(
+            {
+                "epsilon_claimed": [self.epsilon_claimed_],
+                "delta": [delta],
+                "neighboring_relation": [relation],
+                "epsilon_lower": [self.epsilon_lower_],
+                "epsilon_estimate": [self.epsilon_estimate_],
+                "fpr": [fp / m],
+                "fnr": [fn / m],
+                "fpr_upper": [fpr_upper],
+                "fnr_upper": [fnr_upper],
+                "n_releases": [n],
+                "confidence": [float(self.confidence)],
+                "consistent": [self.consistent_],
+            },
+            index=pd.Index([type(self.estimator).__name__], name="estimator"),
+        )
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.target_tags.required = True
+        return tags

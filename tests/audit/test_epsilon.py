@@ -1,0 +1,731 @@
+# Authors: The sklearn-fil developers
+# SPDX-License-Identifier: BSD-3-Clause
+"""EpsilonAudit: its statistics against independent derivations, every
+configuration that reports an epsilon against its claim, and its power to
+refute mechanisms that claim more privacy than they give."""
+
+import dataclasses
+import functools
+import itertools
+import math
+import warnings
+
+import joblib
+import numba
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import stats
+from sklearn.base import BaseEstimator, clone
+
+from sklearn_fil import DPSGDClassifier, OutputPerturbedLogisticRegression
+from sklearn_fil.accounting import Guarantee, gaussian_epsilon
+from sklearn_fil.audit import EpsilonAudit, canary_neighbours
+from sklearn_fil.audit._epsilon import _clopper_pearson_upper, _epsilon_bound
+from sklearn_fil.exceptions import PrivacyLeakWarning
+
+N_SAMPLES = 20
+DELTA = 0.04  # below 1 / N_SAMPLES; large enough that the claims are small
+
+
+@pytest.fixture(autouse=True, scope="module")
+def one_numba_thread():
+    """The estimators' numba kernels on one thread.
+
+    Thousands of tiny fits, two test workers on two cores: parallel kernels
+    would only oversubscribe them (a GLM fit is then several times slower).
+    """
+    before = numba.get_num_threads()
+    numba.set_num_threads(1)
+    yield
+    numba.set_num_threads(before)
+
+
+@pytest.fixture(scope="module")
+def data():
+    rng = np.random.default_rng(0)
+    X = rng.normal(scale=0.4, size=(N_SAMPLES, 2))  # every row within norm 1
+    y = (X[:, 0] + 0.3 * rng.normal(size=N_SAMPLES) > 0).astype(int)
+    return X, y
+
+
+@functools.lru_cache
+def _gaussian_epsilon(sigma, sensitivity, delta):
+    return gaussian_epsilon(sigma=sigma, sensitivity=sensitivity, delta=delta)
+
+
+# --------------------------------------------------------------------------
+# test-only mechanisms with known epsilon
+
+
+class GaussianMean(BaseEstimator):
+    """Release the mean of the rows clipped to ``data_norm``, plus Gaussian noise.
+
+    Under replace-one the mean moves by at most ``2 data_norm / n``; the
+    guarantee is the exact Gaussian mechanism's at that sensitivity.
+    ``_noise_fraction`` < 1 makes a broken mechanism: less noise, same claim.
+    """
+
+    _noise_fraction = 1.0
+
+    def __init__(self, *, sigma=1.0, data_norm=1.0, delta=DELTA, random_state=None):
+        self.sigma = sigma
+        self.data_norm = data_norm
+        self.delta = delta
+        self.random_state = random_state
+
+    def fit(self, X, y=None):
+        X = np.asarray(X, dtype=np.float64)
+        norms = np.linalg.norm(X, axis=1)
+        X = X * np.minimum(1.0, self.data_norm / np.maximum(norms, 1e-300))[:, None]
+        noise = np.random.default_rng(self.random_state).normal(
+            0.0, self._noise_fraction * self.sigma, size=X.shape[1]
+        )
+        self.coef_ = X.mean(axis=0) + noise
+        self.intercept_ = 0.0
+        sensitivity = 2.0 * self.data_norm / X.shape[0]
+        self.guarantee_ = Guarantee(
+            epsilon=_gaussian_epsilon(self.sigma, sensitivity, self.delta),
+            delta=self.delta,
+            neighboring_relation="replace_one",
+            public=("n_samples",),
+            mechanism="Gaussian mean (test)",
+            accountant="exact Gaussian mechanism",
+            sensitivity=sensitivity,
+            noise_std=self.sigma,
+        )
+        return self
+
+
+class HalfNoiseMean(GaussianMean):
+    """Half the noise, the full-noise claim: epsilon understated."""
+
+    _noise_fraction = 0.5
+
+
+class RandomizedResponse(BaseEstimator):
+    """Release whether ``X[0, 0] > 0``, flipped with probability 1 / (1 + e^eps).
+
+    Pure epsilon-DP under replace-one, and tight: the test that believes the
+    released bit has FPR = FNR = 1 / (1 + e^eps), so log((1 - FNR) / FPR) is
+    exactly epsilon.
+    """
+
+    def __init__(self, *, epsilon=1.0, random_state=None):
+        self.epsilon = epsilon
+        self.random_state = random_state
+
+    def fit(self, X, y=None):
+        bit = float(np.asarray(X)[0, 0] > 0)
+        keep = np.random.default_rng(self.random_state).random() < 1.0 / (
+            1.0 + math.exp(-self.epsilon)
+        )
+        self.coef_ = np.array([bit if keep else 1.0 - bit])
+        self.intercept_ = 0.0
+        self.guarantee_ = Guarantee(
+            epsilon=self.epsilon,
+            delta=0.0,
+            neighboring_relation="replace_one",
+            mechanism="randomized response (test)",
+        )
+        return self
+
+
+class QuarterNoiseLogisticRegression(OutputPerturbedLogisticRegression):
+    """A quarter of the noise, the full-noise claim: epsilon understated."""
+
+    def fit(self, X, y, sample_weight=None):
+        sigma = self.sigma
+        self.sigma = sigma / 4.0
+        try:
+            super().fit(X, y, sample_weight)
+        finally:
+            self.sigma = sigma
+        g = self.guarantee_
+        self.guarantee_ = dataclasses.replace(
+            g,
+            epsilon=_gaussian_epsilon(sigma, g.sensitivity, g.delta),
+            noise_std=sigma,
+        )
+        return self
+
+
+class OldReplaceOneAccountingDPSGD(DPSGDClassifier):
+    """DP-SGD claiming the old replace-one epsilon: sensitivity C, not 2 C.
+
+    Only for one shuffled full-batch step of hard clipping, where the old
+    claim was the Gaussian mechanism at unit distance (noise multiplier
+    ``sigma``): ``gaussian_epsilon(sigma=sigma, sensitivity=1, delta)``.
+    """
+
+    def fit(self, X, y, coefs_init=None, intercepts_init=None):
+        super().fit(X, y, coefs_init, intercepts_init)
+        g = self.guarantee_
+        self.guarantee_ = dataclasses.replace(
+            g,
+            epsilon=_gaussian_epsilon(float(self.noise_multiplier), 1.0, g.delta),
+            sensitivity=g.sensitivity / 2.0,
+        )
+        return self
+
+
+# --------------------------------------------------------------------------
+# 1. the statistics against independent derivations
+
+
+@pytest.mark.parametrize("n", [1, 10, 137, 1000])
+@pytest.mark.parametrize("alpha", [0.025, 0.05, 0.2])
+def test_clopper_pearson_matches_binomtest(n, alpha):
+    for k in sorted({0, 1, n // 3, n - 1, n}):
+        expected_two_sided = (
+            stats.binomtest(k, n).proportion_ci(1 - 2 * alpha, method="exact").high
+        )
+        expected_one_sided = (
+            stats.binomtest(k, n, alternative="less")
+            .proportion_ci(1 - alpha, method="exact")
+            .high
+        )
+        got = _clopper_pearson_upper(k, n, alpha)
+        assert got == pytest.approx(expected_two_sided, rel=1e-9, abs=1e-12)
+        assert got == pytest.approx(expected_one_sided, rel=1e-9, abs=1e-12)
+    # vectorised, with k = 0 in closed form: P(no success) = (1 - p)^n = alpha
+    ks = np.arange(n + 1)
+    np.testing.assert_allclose(
+        _clopper_pearson_upper(ks, n, alpha)[0], 1 - alpha ** (1 / n), rtol=1e-12
+    )
+    assert _clopper_pearson_upper(ks, n, alpha)[-1] == 1.0
+
+
+def test_epsilon_bound_is_the_dp_inequality():
+    # (eps, delta)-DP: FPR + e^eps FNR >= 1 - delta and FNR + e^eps FPR >= 1 - delta
+    fnr, fpr, delta = 0.3, 0.01, 0.04
+    eps = float(_epsilon_bound(fnr, fpr, delta))
+    assert fnr + math.exp(eps) * fpr == pytest.approx(1 - delta)
+    assert float(_epsilon_bound(0.97, 0.01, delta)) == -np.inf  # 1 - delta - FNR < 0
+
+
+@pytest.fixture(scope="module")
+def strong_gaussian_audit(data):
+    """A Gaussian mean whose canary moves it by 2 noise standard deviations."""
+    X, y = data
+    mechanism = GaussianMean(sigma=0.05, data_norm=1.0)  # sensitivity 0.1
+    audit = EpsilonAudit(mechanism, n_releases=2000, random_state=1).fit(X, y)
+    return mechanism, audit
+
+
+def test_gaussian_mean_lower_bound_against_exact_test(data, strong_gaussian_audit):
+    X, _ = data
+    mechanism, audit = strong_gaussian_audit
+    sensitivity = 2 * mechanism.data_norm / N_SAMPLES
+    true_eps = gaussian_epsilon(
+        sigma=mechanism.sigma, sensitivity=sensitivity, delta=DELTA
+    )
+    assert audit.epsilon_claimed_ == pytest.approx(true_eps)
+    assert audit.delta_ == DELTA
+    assert audit.epsilon_lower_ <= true_eps
+
+    # The chosen test is linear in the released mean: its exact error rates
+    # follow from the two Gaussian distributions of the release.
+    X0, _, X1, _ = canary_neighbours(clone(mechanism).fit(X), X, np.zeros(N_SAMPLES))
+    # the released means without noise (every row already within data_norm)
+    assert np.linalg.norm(X0, axis=1).max() <= mechanism.data_norm + 1e-12
+    mean0, mean1 = X0.mean(axis=0), X1.mean(axis=0)
+    # the canary pair is the worst case of the mechanism: distance = sensitivity
+    assert np.linalg.norm(mean1 - mean0) == pytest.approx(sensitivity)
+    w = audit.direction_[:2]
+    scale = mechanism.sigma * np.linalg.norm(w)
+    accused, other = (
+        (mean1, mean0) if audit.positive_ == "neighbour" else (mean0, mean1)
+    )
+    fnr = stats.norm.cdf((audit.threshold_ - w @ accused) / scale)
+    fpr = stats.norm.sf((audit.threshold_ - w @ other) / scale)
+    test_eps = math.log((1 - DELTA - fnr) / fpr)
+    assert audit.epsilon_lower_ <= test_eps <= true_eps
+    assert audit.epsilon_estimate_ == pytest.approx(test_eps, abs=0.5)
+
+    # Near the best any test can certify with 1000 held-out releases per data
+    # set: the Gaussian trade-off at each threshold, with Clopper-Pearson
+    # bounds (from binomtest) at the expected counts.
+    mu, m = sensitivity / mechanism.sigma, 1000
+    best = -np.inf
+    for t in np.linspace(0, mu + 4, 400):
+        k_fp = round(m * stats.norm.sf(t))
+        k_fn = round(m * stats.norm.cdf(t - mu))
+        up_fp = stats.binomtest(k_fp, m).proportion_ci(0.95, method="exact").high
+        up_fn = stats.binomtest(k_fn, m).proportion_ci(0.95, method="exact").high
+        if 1 - DELTA - up_fn > 0:
+            best = max(best, math.log((1 - DELTA - up_fn) / up_fp))
+    assert best > 2.5  # (about 3.0 of a true 4.8)
+    assert audit.epsilon_lower_ >= best - 0.4
+
+
+def test_report_and_scores_agree(strong_gaussian_audit):
+    _, audit = strong_gaussian_audit
+    report = audit.audit_report_
+    assert report.shape[0] == 1 and report.index[0] == "GaussianMean"
+    row = report.iloc[0]
+    assert row["epsilon_lower"] == audit.epsilon_lower_
+    assert row["neighboring_relation"] == "replace_one"
+    assert row["n_releases"] == 2000 and row["confidence"] == 0.95
+    assert bool(row["consistent"]) == (audit.epsilon_lower_ <= audit.epsilon_claimed_)
+    scores = audit.scores_
+    assert list(scores.columns) == ["original", "neighbour"]
+    assert scores.shape == (1000, 2)
+    accused = audit.positive_
+    other = "original" if accused == "neighbour" else "neighbour"
+    fnr = np.mean(scores[accused] < audit.threshold_)
+    fpr = np.mean(scores[other] >= audit.threshold_)
+    assert row["fnr"] == fnr and row["fpr"] == fpr
+    alpha = 0.025
+    assert row["fpr_upper"] == _clopper_pearson_upper(round(fpr * 1000), 1000, alpha)
+    expected = math.log((1 - DELTA - row["fnr_upper"]) / row["fpr_upper"])
+    assert audit.epsilon_lower_ == pytest.approx(max(0.0, expected))
+
+
+def test_randomized_response_coverage_and_estimate():
+    """A tight mechanism: the bound may not exceed epsilon more than 1 - confidence
+    of the time (here both error rates must be off, so about 0.4 %)."""
+    X = np.array([[1.0], [0.5], [-0.3]])
+    X_neighbour = X.copy()
+    X_neighbour[0] = -1.0
+    y = np.zeros(3)
+    eps = 1.0
+    lower, estimate = [], []
+    for seed in range(200):
+        audit = EpsilonAudit(
+            RandomizedResponse(epsilon=eps), n_releases=100, random_state=seed
+        ).fit(X, y, X_neighbour, y)
+        lower.append(audit.epsilon_lower_)
+        estimate.append(audit.epsilon_estimate_)
+    lower, estimate = np.array(lower), np.array(estimate)
+    assert np.mean(lower > eps) <= 0.05
+    # the point estimate is not a bound: about half of it lies above epsilon
+    assert 0.2 < np.mean(estimate > eps) < 0.8
+    assert np.mean(estimate) == pytest.approx(eps, abs=0.15)
+
+
+# --------------------------------------------------------------------------
+# 2. every configuration that reports an epsilon stays below its claim
+
+
+def _dpsgd(**params):
+    defaults = dict(
+        max_grad_norm=0.5,
+        batch_size=10,
+        max_iter=1,
+        learning_rate=0.5,
+        delta=DELTA,
+        per_instance_accounting=False,
+        fil_accounting=False,
+    )
+    return DPSGDClassifier(**{**defaults, **params})
+
+
+def _glm(**params):
+    defaults = dict(lam=1.0, data_norm=1.0, delta=DELTA)
+    return OutputPerturbedLogisticRegression(**{**defaults, **params})
+
+
+def _onehot_data(X):
+    """X's two numeric columns and a one-hot group of two columns."""
+    group = (np.arange(X.shape[0]) % 2).astype(float)
+    return np.column_stack([X, group, 1.0 - group])
+
+
+CONFIGURATIONS = {
+    # Output perturbation: the canary pair moves the minimiser by about half
+    # the certified sensitivity 2 L / (n lam), so the lower bounds stay well
+    # below these claims (see test_power_glm_quarter_noise).
+    "glm": (_glm(sigma=0.07, fit_intercept=False), None),
+    "glm_penalised_intercept": (
+        _glm(sigma=0.1, fit_intercept=True, penalize_intercept=True),
+        None,
+    ),
+    "glm_public_sample_weight": (
+        _glm(sigma=0.13, fit_intercept=False, public_sample_weight=True),
+        "sample_weight",
+    ),
+    "glm_onehot_data_norm": (
+        _glm(
+            sigma=0.1,
+            fit_intercept=False,
+            data_norm=math.sqrt(2.0),  # one for the group, one for the rest
+            onehot_groups={"g": [2, 3]},
+        ),
+        "onehot",
+    ),
+    # DP-SGD: Poisson (q = 0.5, two steps) and shuffled batches, hard and GELU
+    # clipping, replace-one, and add/remove with a public number of examples.
+    "dpsgd_poisson_hard": (_dpsgd(noise_multiplier=1.2, clipping="hard"), None),
+    "dpsgd_poisson_gelu": (_dpsgd(noise_multiplier=1.2, clipping="gelu"), None),
+    "dpsgd_shuffle_hard_one_step": (
+        _dpsgd(
+            noise_multiplier=2.0, clipping="hard", sampling="shuffle", batch_size=20
+        ),
+        None,
+    ),
+    "dpsgd_shuffle_gelu": (
+        _dpsgd(noise_multiplier=2.0, clipping="gelu", sampling="shuffle"),
+        None,
+    ),
+    "dpsgd_add_remove_hard_full_batch": (
+        _dpsgd(
+            noise_multiplier=1.0,
+            clipping="hard",
+            batch_size=20,
+            neighboring_relation="add_remove",
+            public_n_samples=N_SAMPLES,
+        ),
+        None,
+    ),
+    "dpsgd_add_remove_gelu": (
+        _dpsgd(
+            noise_multiplier=0.7,
+            clipping="gelu",
+            neighboring_relation="add_remove",
+            public_n_samples=N_SAMPLES,
+        ),
+        None,
+    ),
+    # A fixed (data-independent) initialisation: a random one would bury the
+    # canary under the spread of the initial weights, privacy the accounting
+    # does not claim.
+    "dpsgd_mlp_poisson_hard": (
+        _dpsgd(noise_multiplier=1.2, clipping="hard", hidden_layer_sizes=(3,)),
+        "init",
+    ),
+}
+N_RELEASES = 1000
+
+
+def _audit(name, data, n_releases=N_RELEASES):
+    estimator, extra = CONFIGURATIONS[name]
+    random_state = list(CONFIGURATIONS).index(name)  # other noise for each
+    X, y = data
+    fit_params = {}
+    if extra == "sample_weight":
+        # public weights fixed to the positions; row 0 (the canary's) the largest
+        fit_params["sample_weight"] = np.r_[1.0, np.full(N_SAMPLES - 1, 0.5)]
+    elif extra == "onehot":
+        X = _onehot_data(X)
+    elif extra == "init":
+        rng = np.random.default_rng(0)
+        widths = [X.shape[1], *estimator.hidden_layer_sizes, 1]
+        fit_params["coefs_init"] = [
+            rng.uniform(-1, 1, size=(a, b)) for a, b in itertools.pairwise(widths)
+        ]
+        fit_params["intercepts_init"] = [np.zeros(b) for b in widths[1:]]
+    audit = EpsilonAudit(estimator, n_releases=n_releases, random_state=random_state)
+    return audit.fit(X, y, **fit_params)
+
+
+def test_configurations_cover_the_estimators():
+    glm = OutputPerturbedLogisticRegression().get_params()
+    # Public weights and one-hot groups with data_norm are both offered now;
+    # if a parameter disappears this fails rather than skipping its case.
+    assert "public_sample_weight" in glm and "onehot_groups" in glm
+    dpsgd = [CONFIGURATIONS[k][0] for k in CONFIGURATIONS if k.startswith("dpsgd")]
+    covered = {(e.sampling, e.clipping, e.neighboring_relation) for e in dpsgd}
+    for sampling, relation in [
+        ("poisson", "replace_one"),
+        ("shuffle", "replace_one"),
+        ("poisson", "add_remove"),
+    ]:
+        for clipping in ("hard", "gelu"):
+            assert (sampling, clipping, relation) in covered
+
+
+@pytest.mark.parametrize("name", list(CONFIGURATIONS))
+def test_lower_bound_below_claim(name, data):
+    audit = _audit(name, data)
+    # a claim small enough that the audit could come near it
+    assert 1.0 <= audit.epsilon_claimed_ <= 3.5
+    assert audit.delta_ == DELTA
+    assert audit.epsilon_lower_ <= audit.epsilon_claimed_, audit.audit_report_
+    assert audit.consistent_
+    # and the audit is not blind: the canary is detected
+    assert audit.epsilon_lower_ > 0, audit.audit_report_
+
+
+# --------------------------------------------------------------------------
+# 3. power: mechanisms that understate epsilon are refuted
+
+
+def test_power_half_noise_gaussian_mean(data):
+    X, y = data
+    # claim: distance 0.1 at noise 0.1 (1 standard deviation); truth: 2
+    audit = EpsilonAudit(
+        HalfNoiseMean(sigma=0.1, data_norm=1.0), n_releases=2000, random_state=0
+    ).fit(X, y)
+    assert audit.epsilon_claimed_ == pytest.approx(
+        gaussian_epsilon(sigma=0.1, sensitivity=0.1, delta=DELTA)
+    )
+    assert audit.epsilon_lower_ > audit.epsilon_claimed_, audit.audit_report_
+    assert not audit.consistent_
+    # the honest mechanism passes the same audit
+    honest = EpsilonAudit(
+        GaussianMean(sigma=0.1, data_norm=1.0), n_releases=2000, random_state=0
+    ).fit(X, y)
+    assert honest.epsilon_lower_ <= honest.epsilon_claimed_
+
+
+def test_power_glm_quarter_noise(data):
+    """Output perturbation with a quarter of its noise.
+
+    The canary pair moves the minimiser by about half of the certified
+    sensitivity 2 L / (n lam) (replacing one row moves the loss gradient by
+    ||x|| = L for flipped labels, against the bound's 2 L), so half the noise
+    would be at the claim, not above it; a quarter is well above.
+    """
+    X, y = data
+    estimator = QuarterNoiseLogisticRegression(
+        sigma=0.1, lam=1.0, fit_intercept=False, data_norm=1.0, delta=DELTA
+    )
+    audit = EpsilonAudit(estimator, n_releases=1000, random_state=0).fit(X, y)
+    honest = OutputPerturbedLogisticRegression(**estimator.get_params()).fit(X, y)
+    assert audit.epsilon_claimed_ == pytest.approx(honest.epsilon_)
+    assert audit.epsilon_lower_ > audit.epsilon_claimed_, audit.audit_report_
+
+
+def test_power_dpsgd_old_replace_one_accounting(data):
+    """The old replace-one accounting of shuffled DP-SGD (sensitivity C, not 2 C).
+
+    One shuffled full-batch step of 20 rows, noise multiplier 1, C = 0.5,
+    hard clipping: the canary pair's clipped gradients are opposite, so the
+    noisy sum moves by 2 C, two noise standard deviations, while the old
+    claim was the Gaussian mechanism at one.
+    """
+    X, y = data
+    delta = 0.05
+    estimator = OldReplaceOneAccountingDPSGD(
+        noise_multiplier=1.0,
+        max_grad_norm=0.5,
+        clipping="hard",
+        sampling="shuffle",
+        batch_size=N_SAMPLES,
+        max_iter=1,
+        delta=delta,
+        per_instance_accounting=False,
+        fil_accounting=False,
+    )
+    old_claim = gaussian_epsilon(sigma=1.0, sensitivity=1.0, delta=delta)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PrivacyLeakWarning)  # delta = 1 / n
+        audit = EpsilonAudit(estimator, n_releases=2000, random_state=0).fit(X, y)
+        current = DPSGDClassifier(**estimator.get_params()).fit(X, y)
+    assert audit.epsilon_claimed_ == pytest.approx(old_claim)
+    assert audit.epsilon_lower_ > old_claim, audit.audit_report_
+    # the current accounting (distance 2 C) is not refuted
+    assert audit.epsilon_lower_ <= current.epsilon_
+
+
+def test_canary_pair_is_the_worst_case_of_one_dpsgd_step(data):
+    """One shuffled full-batch step: the released weights of the canary pair,
+    with the same noise, differ by exactly lr * 2 C / batch_size."""
+    X, y = data
+    est = _dpsgd(
+        noise_multiplier=1.0, clipping="hard", sampling="shuffle", batch_size=20
+    ).set_params(random_state=3)
+    X0, y0, X1, y1 = canary_neighbours(clone(est).fit(X, y), X, y)
+    assert np.array_equal(X0, X1) and (y0 != y1).sum() == 1 and y0[0] != y1[0]
+    a, b = clone(est).fit(X0, y0), clone(est).fit(X1, y1)
+    moved = np.r_[
+        (a.coefs_[0] - b.coefs_[0]).ravel(), a.intercepts_[0] - b.intercepts_[0]
+    ]
+    assert np.linalg.norm(moved) == pytest.approx(0.5 * 2 * 0.5 / 20, rel=1e-9)
+
+
+# --------------------------------------------------------------------------
+# canary construction
+
+
+def test_canary_replace_one_glm(data):
+    X, y = data
+    est = _glm(sigma=0.1, fit_intercept=False, random_state=0).fit(X, y)
+    X0, y0, X1, y1 = canary_neighbours(est, X, y)
+    np.testing.assert_array_equal(X0[1:], X[1:])
+    np.testing.assert_array_equal(X1, X0)
+    np.testing.assert_array_equal(y0[1:], y[1:])
+    assert y0[0] == est.predict(X0[:1])[0] and y1[0] == 1 - y0[0]
+    assert np.linalg.norm(X0[0]) == pytest.approx(1.0)  # at data_norm
+    # along the direction in which the data vary least
+    _, _, Vt = np.linalg.svd(X)
+    assert abs(X0[0] @ Vt[-1]) == pytest.approx(1.0)
+
+
+def test_canary_add_remove_dpsgd(data):
+    X, y = data
+    est = _dpsgd(
+        noise_multiplier=1.0,
+        neighboring_relation="add_remove",
+        public_n_samples=N_SAMPLES,
+        random_state=0,
+    ).fit(X, y)
+    X0, y0, X1, y1 = canary_neighbours(est, X, y)
+    np.testing.assert_array_equal(X0, X)
+    np.testing.assert_array_equal(y0, y)
+    np.testing.assert_array_equal(X1[:-1], X)
+    np.testing.assert_array_equal(y1[:-1], y)
+    # large enough that its misclassified gradient is clipped: >= 4 C
+    assert np.linalg.norm(X1[-1]) >= 4 * 0.5 - 1e-12
+    assert y1[-1] != est.predict(X1[-1:])[0]
+
+
+def test_canary_keeps_onehot_columns_and_dataframe(data):
+    X, y = data
+    frame = pd.DataFrame(_onehot_data(X), columns=["a", "b", "red", "blue"])
+    est = _glm(
+        sigma=0.1,
+        fit_intercept=False,
+        data_norm=math.sqrt(2.0),
+        onehot_groups={"colour": ["red", "blue"]},
+        random_state=0,
+    ).fit(frame, y)
+    X0, _, _, _ = canary_neighbours(est, frame, y)
+    assert isinstance(X0, pd.DataFrame) and list(X0.columns) == list(frame.columns)
+    np.testing.assert_array_equal(
+        X0.iloc[0][["red", "blue"]], frame.iloc[0][["red", "blue"]]
+    )
+    assert np.linalg.norm(X0.iloc[0][["a", "b"]]) == pytest.approx(math.sqrt(2.0))
+    audit = EpsilonAudit(est, n_releases=20, random_state=0).fit(frame, y)
+    assert audit.epsilon_lower_ <= audit.epsilon_claimed_
+
+
+def test_user_neighbours(data):
+    X, y = data
+    mechanism = GaussianMean(sigma=0.05)
+    X1 = X.copy()
+    X1[5] = [0.9, -0.4]
+    audit = EpsilonAudit(mechanism, n_releases=400, random_state=0).fit(X, y, X1, y)
+    # distance |x_5 - x'_5| / n, far below the worst case: a small bound
+    true_eps = gaussian_epsilon(
+        sigma=0.05, sensitivity=np.linalg.norm(X1[5] - X[5]) / N_SAMPLES, delta=DELTA
+    )
+    assert audit.epsilon_lower_ <= true_eps
+    identical = EpsilonAudit(mechanism, n_releases=400, random_state=0).fit(X, y, X, y)
+    assert identical.epsilon_lower_ < 0.3
+
+
+# --------------------------------------------------------------------------
+# 4. errors, reproducibility and joblib
+
+
+def test_no_guarantee_is_an_error_naming_the_reason(data):
+    X, y = data
+    with pytest.raises(ValueError, match=r"no epsilon to audit.*data_norm was not set"):
+        EpsilonAudit(_glm(data_norm=None), n_releases=20).fit(X, y)
+    with pytest.raises(ValueError, match=r"no epsilon to audit.*noise_multiplier=0"):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", PrivacyLeakWarning)
+            EpsilonAudit(_dpsgd(noise_multiplier=0.0), n_releases=20).fit(X, y)
+
+
+class _NoSeed(BaseEstimator):
+    def fit(self, X, y):
+        return self
+
+
+class _NoWeights(GaussianMean):
+    def fit(self, X, y=None):
+        super().fit(X, y)
+        del self.coef_, self.intercept_
+        return self
+
+
+@pytest.mark.parametrize(
+    "params, error, match",
+    [
+        (dict(n_releases=19), ValueError, "n_releases"),
+        (dict(n_releases=1.5), ValueError, "n_releases"),
+        (dict(confidence=1.0), ValueError, "confidence"),
+        (dict(confidence=0.0), ValueError, "confidence"),
+        (dict(estimator="model"), ValueError, "estimator"),
+    ],
+)
+def test_bad_parameters(data, params, error, match):
+    X, y = data
+    audit = EpsilonAudit(GaussianMean(), n_releases=20).set_params(**params)
+    with pytest.raises(error, match=match):
+        audit.fit(X, y)
+
+
+def test_bad_estimators(data):
+    X, y = data
+    with pytest.raises(TypeError, match="random_state"):
+        EpsilonAudit(_NoSeed(), n_releases=20).fit(X, y)
+    with pytest.raises(TypeError, match="coef_"):
+        EpsilonAudit(_NoWeights(), n_releases=20).fit(X, y)
+
+
+def test_bad_neighbours(data):
+    X, y = data
+    audit = EpsilonAudit(GaussianMean(), n_releases=20, random_state=0)
+    with pytest.raises(ValueError, match="together"):
+        audit.fit(X, y, X_neighbour=X)
+    with pytest.raises(ValueError, match="features"):
+        audit.fit(X, y, X[:, :1], y)
+    with pytest.raises(ValueError, match="inconsistent numbers of samples"):
+        audit.fit(X, y, X, y[:-1])
+    with pytest.raises(ValueError, match="as many rows"):
+        audit.fit(X, y, X[:-1], y[:-1])
+    two = X.copy()
+    two[:2] += 1.0
+    with pytest.raises(ValueError, match="differ from X, y in 2 rows"):
+        audit.fit(X, y, two, y)
+    flipped = y.copy()
+    flipped[:2] = 1 - flipped[:2]
+    with pytest.raises(ValueError, match="in 2 rows"):
+        audit.fit(X, y, X, flipped)
+    assert not hasattr(audit, "epsilon_lower_")  # a failed fit leaves no state
+
+    add_remove = _dpsgd(
+        noise_multiplier=1.0, neighboring_relation="add_remove", public_n_samples=20
+    )
+    audit = EpsilonAudit(add_remove, n_releases=20, random_state=0)
+    with pytest.raises(ValueError, match="one row more or one fewer"):
+        audit.fit(X, y, X, y)
+    with pytest.raises(ValueError, match="one row inserted"):
+        audit.fit(X, y, np.vstack([X[::-1], X[:1]]), np.r_[y[::-1], y[:1]])
+    # one row removed anywhere, or one appended, is accepted
+    audit.fit(X, y, np.delete(X, 7, axis=0), np.delete(y, 7))
+    audit.fit(X, y, np.vstack([X, [[3.0, 3.0]]]), np.r_[y, 1])
+
+
+def test_reproducible_and_parallel(data):
+    X, y = data
+    est = _dpsgd(noise_multiplier=1.0, clipping="hard")
+    serial = EpsilonAudit(est, n_releases=40, n_jobs=1, random_state=7).fit(X, y)
+    parallel = EpsilonAudit(est, n_releases=40, n_jobs=2, random_state=7).fit(X, y)
+    pd.testing.assert_frame_equal(serial.scores_, parallel.scores_)
+    pd.testing.assert_frame_equal(serial.audit_report_, parallel.audit_report_)
+    np.testing.assert_array_equal(serial.direction_, parallel.direction_)
+    assert serial.threshold_ == parallel.threshold_
+    # fresh entropy without a seed
+    fresh = [
+        EpsilonAudit(GaussianMean(), n_releases=20).fit(X, y).scores_ for _ in range(2)
+    ]
+    assert not fresh[0].equals(fresh[1])
+
+
+def test_dask_backend_gives_the_serial_results(data):
+    distributed = pytest.importorskip("distributed")
+    X, y = data
+    est = _dpsgd(noise_multiplier=1.0, clipping="hard")
+    serial = EpsilonAudit(est, n_releases=40, random_state=7).fit(X, y)
+    with (
+        distributed.LocalCluster(
+            n_workers=2, processes=False, dashboard_address=None
+        ) as cluster,
+        distributed.Client(cluster),
+        joblib.parallel_config(backend="dask"),
+    ):
+        audit = EpsilonAudit(est, n_releases=40, n_jobs=-1, random_state=7).fit(X, y)
+    pd.testing.assert_frame_equal(audit.scores_, serial.scores_)
+    pd.testing.assert_frame_equal(audit.audit_report_, serial.audit_report_)
+
+
+def test_verbose_progress(data, capsys):
+    X, y = data
+    EpsilonAudit(GaussianMean(), n_releases=20, random_state=0, verbose=1).fit(X, y)
+    err = capsys.readouterr().err
+    assert "EpsilonAudit" in err and "40/40 releases" in err
