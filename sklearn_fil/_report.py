@@ -12,15 +12,26 @@ def attribute_label(name):
     return f"fil[{name}]"
 
 
-def make_privacy_report(result, attribute_names, index=None, **extra):
-    """Per-example privacy report as a DataFrame.
+def target_label(target_name, feature_names):
+    """The label's attribute name, kept distinct from every feature's.
+
+    ``y = X["age"] + noise`` keeps the Series name ``"age"``: the label is then
+    called ``"y"`` (or ``"target"`` when a feature is already called so).
+    """
+    if target_name not in feature_names:
+        return target_name
+    return "y" if "y" not in feature_names else "target"
+
+
+def privacy_report_frame(fil, dfil, mse_bound, attribute_fil, index=None, **extra):
+    """Per-example privacy report as a DataFrame, from its columns.
 
     Parameters
     ----------
-    result : FisherInformationLoss
-        Output of :func:`sklearn_fil.fisher.fisher_information_loss`.
-    attribute_names : list of str
-        Name of each attribute of ``result.attribute_fil``, in order.
+    fil, dfil, mse_bound : ndarray of shape (n_samples,)
+        Spectral FIL, diagonal FIL and the MSE bound ``1 / dfil^2``.
+    attribute_fil : dict of str to ndarray of shape (n_samples,)
+        FIL of each attribute, by attribute name, in report order.
     index : pandas.Index, default=None
         Row index: the training index when X was a DataFrame; otherwise
         ``RangeIndex(n_samples, name="sample")``.
@@ -33,17 +44,34 @@ def make_privacy_report(result, attribute_names, index=None, **extra):
         Columns ``fil``, ``dfil``, ``mse_bound``, ``fil[<attribute>]``... then
         ``extra``; float64 throughout.
     """
-    n = result.fil.shape[0]
     if index is None:
-        index = pd.RangeIndex(n, name="sample")
-    columns = {"fil": result.fil, "dfil": result.dfil, "mse_bound": result.mse_bound}
-    for j, name in enumerate(attribute_names):
-        columns[attribute_label(name)] = result.attribute_fil[:, j]
+        index = pd.RangeIndex(np.shape(fil)[0], name="sample")
+    columns = {"fil": fil, "dfil": dfil, "mse_bound": mse_bound}
+    for name, values in attribute_fil.items():
+        columns[attribute_label(name)] = values
     columns.update(extra)
-    if len(columns) != 3 + len(attribute_names) + len(extra):
+    if len(columns) != 3 + len(attribute_fil) + len(extra):
         raise ValueError(
-            f"Attribute names collide in the privacy report: {list(attribute_names)}."
+            f"Attribute names collide in the privacy report: {list(attribute_fil)}."
         )
     return pd.DataFrame(
         {k: np.asarray(v, dtype=np.float64) for k, v in columns.items()}, index=index
+    )
+
+
+def make_privacy_report(result, attribute_names, index=None, **extra):
+    """Per-example privacy report of a :class:`FisherInformationLoss` result.
+
+    ``attribute_names`` names each column of ``result.attribute_fil``; see
+    :func:`privacy_report_frame` for the rest.
+    """
+    if len(set(attribute_names)) != len(attribute_names):
+        raise ValueError(
+            f"Attribute names collide in the privacy report: {list(attribute_names)}."
+        )
+    attribute_fil = {
+        name: result.attribute_fil[:, j] for j, name in enumerate(attribute_names)
+    }
+    return privacy_report_frame(
+        result.fil, result.dfil, result.mse_bound, attribute_fil, index, **extra
     )

@@ -15,7 +15,7 @@ from sklearn.utils.multiclass import check_classification_targets, type_of_targe
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from sklearn_fil._glm import fit_glm
-from sklearn_fil._report import make_privacy_report
+from sklearn_fil._report import make_privacy_report, target_label
 from sklearn_fil.accounting import (
     Guarantee,
     check_delta,
@@ -193,8 +193,7 @@ class _BaseOutputPerturbed(GuaranteeMixin, BaseEstimator):
             else [f"x{j}" for j in range(d)]
         )
         group_names = {tuple(cols): name for name, cols in groups.items()}
-        if target_name in feature_names:  # e.g. y = X["age"] + noise keeps the name
-            target_name = "y" if "y" not in feature_names else "target"
+        target_name = target_label(target_name, feature_names)
         attribute_names = []
         for att in result.attributes:
             if att == "label":

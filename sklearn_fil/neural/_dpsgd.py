@@ -17,6 +17,7 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from sklearn_fil import _backend
+from sklearn_fil._report import privacy_report_frame, target_label
 from sklearn_fil.accounting import (
     Guarantee,
     PerInstanceAccountant,
@@ -574,26 +575,22 @@ class DPSGDClassifier(GuaranteeMixin, ClassifierMixin, BaseEstimator):
         self.intercepts_ = [_backend.to_numpy(b) for b in net.intercepts]
         self.classes_ = binarizer.classes_
         logits = net.forward(X)[1]
-        report = {
-            "fil": privacy["fil"],
-            "dfil": privacy["dfil"],
-            "mse_bound": privacy["mse_bound"],
-            "epsilon": privacy["epsilon"],
-            "grad_norm": privacy["grad_norm"],
-            "loss": _backend.to_numpy(net.loss(logits, Y)),
-        }
+        names = list(getattr(self, "feature_names_in_", [f"x{j}" for j in range(d)]))
+        attribute_fil = {}
         if privacy["attribute_fil"] is not None:
-            names = getattr(self, "feature_names_in_", [f"x{j}" for j in range(d)])
             for j, name in enumerate(names):
-                report[f"fil[{name}]"] = privacy["attribute_fil"][:, j]
+                attribute_fil[str(name)] = privacy["attribute_fil"][:, j]
         if privacy["label_fil"] is not None:
-            names = list(getattr(self, "feature_names_in_", []))
-            if target_name in names:  # keep the columns distinct
-                target_name = "y" if "y" not in names else "target"
-            report[f"fil[{target_name}]"] = privacy["label_fil"]
-        self.privacy_report_ = pd.DataFrame(
-            report,
-            index=pd.RangeIndex(n, name="sample") if index is None else index,
+            attribute_fil[str(target_label(target_name, names))] = privacy["label_fil"]
+        self.privacy_report_ = privacy_report_frame(
+            privacy["fil"],
+            privacy["dfil"],
+            privacy["mse_bound"],
+            attribute_fil,
+            index,
+            epsilon=privacy["epsilon"],
+            grad_norm=privacy["grad_norm"],
+            loss=_backend.to_numpy(net.loss(logits, Y)),
         )
         self.guarantee_ = privacy["guarantee"]
         return self
