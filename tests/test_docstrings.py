@@ -9,6 +9,7 @@ from numpydoc.validate import validate
 
 import sklearn_fil
 import sklearn_fil.attacks
+import sklearn_fil.utils.estimator_checks
 
 # Parameters documented, in order, with types and descriptions; returns
 # documented; a one-line summary; every public object has a docstring.
@@ -26,6 +27,7 @@ def _public_objects():
         sklearn_fil.audit,
         sklearn_fil.datasets,
         sklearn_fil.plotting,
+        sklearn_fil.utils.estimator_checks,
     ):
         exported += [(module, name) for name in module.__all__]
     for module, name in exported:

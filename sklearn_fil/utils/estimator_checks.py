@@ -1,0 +1,228 @@
+"""Checks that every private estimator of sklearn-fil keeps its contract.
+
+scikit-learn's :func:`~sklearn.utils.estimator_checks.check_estimator`
+checks the scikit-learn API; these check what a private estimator adds to
+it: the schema of ``privacy_report_``, a ``release()`` that publishes only
+public state and the parameters of the fit, a failed fit that leaves nothing
+behind, and noise that a seed reproduces and ``random_state=None`` does not.
+Third-party estimators that follow the same contract can run them too.
+"""
+
+# Authors: The sklearn-fil developers
+# SPDX-License-Identifier: BSD-3-Clause
+
+import numpy as np
+import pandas as pd
+from sklearn.base import clone
+from sklearn.datasets import make_classification
+
+__all__ = [
+    "check_failed_fit_leaves_no_state",
+    "check_noise_seeded_and_fresh",
+    "check_privacy_report_schema",
+    "check_release_is_publishable",
+    "private_estimator_checks",
+]
+
+_FEATURES = ["age", "income", "height"]
+_TARGET = "label"
+
+
+def _data(n_samples=40):
+    """A small binary problem as a named DataFrame with a non-default index."""
+    X, y = make_classification(
+        n_samples=n_samples,
+        n_features=len(_FEATURES),
+        n_informative=2,
+        n_redundant=0,
+        random_state=0,
+    )
+    index = pd.Index(np.arange(100, 100 + n_samples), name="person")
+    X = pd.DataFrame(
+        X / np.linalg.norm(X, axis=1).max(), columns=_FEATURES, index=index
+    )
+    return X, pd.Series(y, name=_TARGET, index=index)
+
+
+def _released_weights(estimator):
+    if hasattr(estimator, "coef_"):
+        return np.append(np.ravel(estimator.coef_), estimator.intercept_)
+    return np.concatenate(
+        [np.ravel(a) for a in (*estimator.coefs_, *estimator.intercepts_)]
+    )
+
+
+def check_privacy_report_schema(estimator):
+    """``privacy_report_``: index, column order, dtypes and basic identities.
+
+    One row per training example, indexed like ``X``; columns ``fil``,
+    ``dfil``, ``mse_bound``, then ``fil[<attribute>]`` in feature order (and
+    ``fil[<target>]`` last among them when the label is private), then the
+    estimator's extras; float64 throughout; ``fil >= dfil`` (the spectral
+    norm bounds the root mean square) and ``mse_bound = 1 / dfil^2``.
+
+    Parameters
+    ----------
+    estimator : estimator instance
+        An unfitted private estimator; it is cloned, never modified.
+
+    Raises
+    ------
+    AssertionError
+        When the estimator breaks the contract.
+    """
+    X, y = _data()
+    est = clone(estimator).set_params(random_state=0).fit(X, y)
+    report = est.privacy_report_
+    assert report.index.equals(X.index), "the report is not indexed like X"
+    assert list(report.columns[:3]) == ["fil", "dfil", "mse_bound"], report.columns
+    attribute_columns = [c for c in report.columns if c.startswith("fil[")]
+    position = [report.columns.get_loc(c) for c in attribute_columns]
+    assert position == list(range(3, 3 + len(position))), (
+        f"the attribute columns do not follow mse_bound: {list(report.columns)}"
+    )
+    expected = [f"fil[{f}]" for f in _FEATURES if f"fil[{f}]" in attribute_columns]
+    if est.get_params().get("private_label"):
+        expected.append(f"fil[{_TARGET}]")
+    assert attribute_columns[: len(expected)] == expected or not expected, (
+        attribute_columns,
+        expected,
+    )
+    assert all(dtype == np.float64 for dtype in report.dtypes), report.dtypes
+    fil, dfil = report["fil"].to_numpy(), report["dfil"].to_numpy()
+    assert np.all(fil >= dfil * (1 - 1e-9)), "fil < dfil for some example"
+    with np.errstate(divide="ignore"):  # dfil = 0: an infinite bound
+        np.testing.assert_allclose(report["mse_bound"], 1.0 / dfil**2, rtol=1e-12)
+    if hasattr(est, "attribute_fil_"):
+        names = [c[4:-1] for c in attribute_columns]
+        assert list(est.attribute_fil_.index) == names
+        assert est.dataset_fil_ >= est.attribute_fil_.max() * (1 - 1e-9)
+
+
+def check_release_is_publishable(estimator):
+    """``release()``: public state only, and the parameters of the fit.
+
+    The copy predicts as the fitted estimator, carries ``guarantee_``, has
+    ``random_state=None`` and no attribute that holds one number per
+    training example (the report, weights, histories), and it advertises
+    the parameters the model was fitted with even after ``set_params``.
+
+    Parameters
+    ----------
+    estimator : estimator instance
+        An unfitted private estimator; it is cloned, never modified.
+
+    Raises
+    ------
+    AssertionError
+        When the estimator breaks the contract.
+    """
+    X, y = _data()
+    est = clone(estimator).set_params(random_state=0).fit(X, y)
+    fitted = est.get_params(deep=False)
+    # a parameter changed after fit must not reach the release
+    noise = next((k for k in ("sigma", "noise_multiplier") if k in fitted), None)
+    if noise is not None:
+        est.set_params(**{noise: 2.0 * fitted[noise] + 1.0})
+    released = est.release()
+    assert released.random_state is None
+    params = released.get_params(deep=False)
+    assert {k: v for k, v in params.items() if k != "random_state"} == {
+        k: v for k, v in fitted.items() if k != "random_state"
+    }
+    np.testing.assert_array_equal(released.predict(X), est.predict(X))
+    assert released.guarantee_ == est.guarantee_
+    n = X.shape[0]
+    for name, value in vars(released).items():
+        assert not isinstance(value, pd.DataFrame | pd.Series), name
+        rows = [
+            np.shape(v)[:1] for v in (value if isinstance(value, list) else [value])
+        ]
+        assert (n,) not in rows or name == "classes_", (
+            f"release() keeps {name}, which has one entry per training example"
+        )
+    assert not hasattr(released, "privacy_report_")
+
+
+def check_failed_fit_leaves_no_state(estimator):
+    """A fit that raises leaves no fitted attribute, not even an earlier fit's.
+
+    Parameters
+    ----------
+    estimator : estimator instance
+        An unfitted private estimator; it is cloned, never modified.
+
+    Raises
+    ------
+    AssertionError
+        When the estimator breaks the contract.
+    """
+    X, y = _data()
+    est = clone(estimator).set_params(random_state=0).fit(X, y)
+    bad = X.copy()
+    bad.iloc[3, 1] = np.nan
+    try:
+        est.fit(bad, y)
+    except ValueError:
+        pass
+    else:  # pragma: no cover - reached only by a broken estimator
+        raise AssertionError("fit accepted a NaN feature")
+    left = [a for a in vars(est) if a.endswith("_") or a == "_fitted_params"]
+    assert left == [], f"a failed fit left {left}"
+
+
+def check_noise_seeded_and_fresh(estimator):
+    """A seed reproduces the released weights; ``random_state=None`` does not.
+
+    Parameters
+    ----------
+    estimator : estimator instance
+        An unfitted private estimator; it is cloned, never modified.
+
+    Raises
+    ------
+    AssertionError
+        When the estimator breaks the contract.
+    """
+    X, y = _data()
+    a = _released_weights(clone(estimator).set_params(random_state=3).fit(X, y))
+    b = _released_weights(clone(estimator).set_params(random_state=3).fit(X, y))
+    np.testing.assert_array_equal(a, b)
+    fresh = clone(estimator).set_params(random_state=None)
+    c = _released_weights(fresh.fit(X, y))
+    d = _released_weights(fresh.fit(X, y))
+    assert np.all(c != d), "random_state=None drew the same noise twice"
+
+
+def private_estimator_checks(estimator):
+    """Yield ``(estimator, check)`` pairs of every check of this module.
+
+    Parameters
+    ----------
+    estimator : estimator instance
+        An unfitted private estimator of sklearn-fil (or one that keeps the
+        same contract), binary classifier or regressor.
+
+    Yields
+    ------
+    estimator : estimator instance
+        A clone of ``estimator``.
+    check : callable
+        A check; ``check(estimator)`` raises an ``AssertionError`` on failure.
+
+    Examples
+    --------
+    >>> from sklearn_fil import OutputPerturbedLinearRegression
+    >>> from sklearn_fil.utils.estimator_checks import private_estimator_checks
+    >>> for est, check in private_estimator_checks(
+    ...     OutputPerturbedLinearRegression(sigma=0.1, lam=1e-3)
+    ... ):
+    ...     check(est)
+    """
+    for check in (
+        check_privacy_report_schema,
+        check_release_is_publishable,
+        check_failed_fit_leaves_no_state,
+        check_noise_seeded_and_fresh,
+    ):
+        yield clone(estimator), check
