@@ -259,10 +259,11 @@ class DPSGDClassifier(GuaranteeMixin, ClassifierMixin, BaseEstimator):
         Its delta.
     privacy_report_ : pandas.DataFrame
         One row per training example: ``fil``, ``dfil``, ``mse_bound``
-        (Guo et al. Theorem 2), ``epsilon`` (per-instance), ``grad_norm``
-        (the latest clipped gradient norm in units of ``C``), ``loss`` (at
-        the released weights), and ``fil[<feature>]`` when
-        ``fil_coordinates=None``. ``fil`` is ``sqrt(Tr I_i)``, an upper
+        (Guo et al. Theorem 2), ``fil[<feature>]`` when
+        ``fil_coordinates=None`` (and ``fil[<target>]`` with
+        ``private_label=True``), then ``epsilon`` (per-instance),
+        ``grad_norm`` (the latest clipped gradient norm in units of ``C``)
+        and ``loss`` (at the released weights). ``fil`` is ``sqrt(Tr I_i)``, an upper
         bound on the spectral FIL (the largest eigenvalue of a sum of
         per-step matrices is not a sum of per-step quantities).
 
@@ -320,8 +321,9 @@ class DPSGDClassifier(GuaranteeMixin, ClassifierMixin, BaseEstimator):
     (8.51, 1e-05)
     >>> clf.guarantee_.neighboring_relation, clf.guarantee_.public
     ('replace_one', ('n_samples',))
-    >>> list(clf.privacy_report_.columns[:6])
-    ['fil', 'dfil', 'mse_bound', 'epsilon', 'grad_norm', 'loss']
+    >>> list(clf.privacy_report_.columns)  # doctest: +NORMALIZE_WHITESPACE
+    ['fil', 'dfil', 'mse_bound', 'fil[x0]', 'fil[x1]', 'fil[x2]', 'fil[x3]',
+     'fil[x4]', 'epsilon', 'grad_norm', 'loss']
     """
 
     _parameter_constraints: ClassVar[dict] = {
