@@ -1,4 +1,9 @@
-"""Suite-wide settings: array-API checks on, and no silent skips.
+"""Suite-wide settings: array-API checks on, no silent skips, and seeds.
+
+Statistical tests take the ``global_random_seed`` fixture, as scikit-learn's
+do: one seed (42) by default; ``SKLEARN_FIL_TESTS_GLOBAL_RANDOM_SEED=all``
+runs them for every seed in 0..99, and ``=3`` or ``=10-20`` for the seeds
+given, so that a test that passes for one lucky seed is found out.
 
 The test command of README.md (and so ``.ci/run``) installs everything the
 suite needs, so a skipped test means a test CI never runs. The run fails when
@@ -25,6 +30,26 @@ ALLOWED_SKIPS = (
 )
 
 _skips = []
+_SEED_VARIABLE = "SKLEARN_FIL_TESTS_GLOBAL_RANDOM_SEED"
+
+
+def _global_seeds():
+    value = os.environ.get(_SEED_VARIABLE, "42").strip()
+    if value == "all":
+        return list(range(100))
+    low, _, high = value.partition("-")
+    try:
+        return list(range(int(low), int(high or low) + 1))
+    except ValueError:
+        raise ValueError(
+            f"{_SEED_VARIABLE} must be 'all', an integer or a range 'a-b'; "
+            f"got {value!r}."
+        ) from None
+
+
+def pytest_generate_tests(metafunc):
+    if "global_random_seed" in metafunc.fixturenames:
+        metafunc.parametrize("global_random_seed", _global_seeds())
 
 
 def _reason(report):

