@@ -118,12 +118,9 @@ class SPDFactor:
         self.eigenvectors = evec
 
     def solve(self, b):
-        """``H^-1 b`` for a vector or the columns of a matrix."""
-        s = self.scale if b.ndim == 1 else self.scale[:, None]
+        """``H^-1 b`` for a vector ``b``."""
         V = self.eigenvectors
-        inner = V.T @ (s * b)
-        inner /= self.eigenvalues if b.ndim == 1 else self.eigenvalues[:, None]
-        return s * (V @ inner)
+        return self.scale * (V @ ((V.T @ (self.scale * b)) / self.eigenvalues))
 
     def inverse(self):
         """``H^-1`` as a dense matrix."""

@@ -29,11 +29,11 @@ from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import HasMethods
 from sklearn.utils.validation import check_array, check_consistent_length
 
-from sklearn_fil.audit._intrinsic import _flatten, _weight_names
 from sklearn_fil.utils._clipping import row_norms
 from sklearn_fil.utils._fitted import fit_or_clear
 from sklearn_fil.utils._onehot import onehot_columns
 from sklearn_fil.utils._sklearn_compat import Interval, _fit_context
+from sklearn_fil.utils._weights import flatten_weights, weight_names
 
 # Fewest releases per data set: two halves of at least ten.
 _MIN_RELEASES = 20
@@ -293,7 +293,7 @@ def _fit_releases(estimator, data_sets, jobs, names, fit_params):
             X, y = data_sets[which]
             model = clone(estimator).set_params(random_state=int(seed))
             model.fit(X, y, **fit_params)
-            rows.append(_flatten(model, names))
+            rows.append(flatten_weights(model, names))
     return np.stack(rows)
 
 
@@ -606,7 +606,7 @@ n_features), default=None
         probe = clone(self.estimator).set_params(random_state=seeds[0])
         probe.fit(X, y, **fit_params)
         guarantee = self._check_guarantee(probe, "X, y")
-        names = _weight_names(probe)
+        names = weight_names(probe)
         if names is None:
             raise TypeError(
                 f"{type(self.estimator).__name__} exposes neither coef_ and "

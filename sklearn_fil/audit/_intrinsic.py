@@ -37,8 +37,10 @@ from sklearn_fil.exceptions import CalibrationRangeWarning
 from sklearn_fil.utils._fitted import fit_or_clear
 from sklearn_fil.utils._per_example_loss import loss_kind, per_example_loss
 from sklearn_fil.utils._sklearn_compat import Interval, _fit_context
+from sklearn_fil.utils._weights import flatten_weights, weight_names
 
 # Fitted weights and the fit parameters that set their initial values.
+# (the keys are the pairs of sklearn_fil.utils._weights.WEIGHT_ATTRIBUTES)
 _WEIGHTS = {
     ("coefs_", "intercepts_"): ("coefs_init", "intercepts_init"),
     ("coef_", "intercept_"): ("coef_init", "intercept_init"),
@@ -49,21 +51,6 @@ _STABILITY_POINTS = 30
 # Rows of each side of the membership attack (calibration, members, hold-out):
 # every model returns its losses on them.
 _ATTACK_ROWS = 2000
-
-
-def _weight_names(model):
-    """The pair of fitted attributes holding the weights, or None."""
-    for names in _WEIGHTS:
-        if all(hasattr(model, name) for name in names):
-            return names
-    return None
-
-
-def _flatten(model, names):
-    """One float64 vector of all weights then all biases."""
-    weights, biases = (getattr(model, name) for name in names)
-    parts = [*weights, *biases] if isinstance(weights, list) else [weights, biases]
-    return np.concatenate([np.ravel(np.asarray(a, dtype=np.float64)) for a in parts])
 
 
 def _glorot(model, names, seed):
@@ -111,7 +98,7 @@ def _fit_one(estimator, X, y, replaced, seed, init, hook, names, attack):
             per_example_loss(model, kind, X[members], y[members]),
             per_example_loss(model, kind, X_out, y_out),
         )
-    return _flatten(model, names), losses
+    return flatten_weights(model, names), losses
 
 
 def _progress(results, total, verbose):
@@ -416,7 +403,7 @@ class IntrinsicPrivacyAudit(MetaEstimatorMixin, BaseEstimator):
         # missing coef_, surface before the grid starts.
         probe = clone(self.estimator).set_params(random_state=int(seeds[0]))
         probe.fit(X[1:], y[1:])
-        names = _weight_names(probe)
+        names = weight_names(probe)
         if names is None:
             raise TypeError(
                 f"{type(self.estimator).__name__} exposes neither coef_ and "

@@ -280,7 +280,7 @@ class _Problem:
     def derivatives(self):
         return LOSSES[self.loss].derivatives(self.margin, self.y)
 
-    @property
+    @cached_property
     def omega2(self):
         return self.omega * self.omega
 
@@ -414,10 +414,11 @@ def _per_example_pass(problem, H_inv, layout, sigma):
     n, d = X.shape
     p = w.size
     H_inv2 = H_inv @ H_inv
-    v = layout.projector(p) @ w
+    Q = layout.projector(p)
+    v = Q @ w
     # K = H^-1 Q H^-1 = (Q H^-1)^T (Q H^-1): from the SVD of Q H^-1, whose
     # singular values come out in decreasing order.
-    _, sv, Vt = linalg.svd(layout.projector(p) @ H_inv)
+    _, sv, Vt = linalg.svd(Q @ H_inv)
     gamma = np.ascontiguousarray(sv**2)
     Phi = H_inv @ Vt.T  # rows of X~ @ Phi are U^T H^-1 x_i
     yv = np.ascontiguousarray(Phi.T @ v)

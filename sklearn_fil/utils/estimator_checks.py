@@ -16,6 +16,8 @@ import pandas as pd
 from sklearn.base import clone
 from sklearn.datasets import make_classification
 
+from sklearn_fil.utils._weights import flatten_weights
+
 __all__ = [
     "check_failed_fit_leaves_no_state",
     "check_noise_seeded_and_fresh",
@@ -42,14 +44,6 @@ def _data(n_samples=40):
         X / np.linalg.norm(X, axis=1).max(), columns=_FEATURES, index=index
     )
     return X, pd.Series(y, name=_TARGET, index=index)
-
-
-def _released_weights(estimator):
-    if hasattr(estimator, "coef_"):
-        return np.append(np.ravel(estimator.coef_), estimator.intercept_)
-    return np.concatenate(
-        [np.ravel(a) for a in (*estimator.coefs_, *estimator.intercepts_)]
-    )
 
 
 def check_privacy_report_schema(estimator):
@@ -185,12 +179,12 @@ def check_noise_seeded_and_fresh(estimator):
         When the estimator breaks the contract.
     """
     X, y = _data()
-    a = _released_weights(clone(estimator).set_params(random_state=3).fit(X, y))
-    b = _released_weights(clone(estimator).set_params(random_state=3).fit(X, y))
+    a = flatten_weights(clone(estimator).set_params(random_state=3).fit(X, y))
+    b = flatten_weights(clone(estimator).set_params(random_state=3).fit(X, y))
     np.testing.assert_array_equal(a, b)
     fresh = clone(estimator).set_params(random_state=None)
-    c = _released_weights(fresh.fit(X, y))
-    d = _released_weights(fresh.fit(X, y))
+    c = flatten_weights(fresh.fit(X, y))
+    d = flatten_weights(fresh.fit(X, y))
     assert np.all(c != d), "random_state=None drew the same noise twice"
 
 
