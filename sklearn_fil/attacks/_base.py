@@ -32,7 +32,8 @@ from sklearn_fil.utils._clipping import clip_rows
 from sklearn_fil.utils._onehot import onehot_columns
 from sklearn_fil.utils._sklearn_compat import _check_sample_weight
 
-_SUPPORTED = (OutputPerturbedLinearRegression, OutputPerturbedLogisticRegression)
+_OUTPUT_PERTURBED = (OutputPerturbedLinearRegression, OutputPerturbedLogisticRegression)
+_IRFIL = (IRFILRegressor, IRFILClassifier)
 
 
 @dataclass(frozen=True)
@@ -152,8 +153,8 @@ def target_glm(model, attack, *, informed=False):
         When the target was trained with non-uniform example weights and the
         adversary passes none: the attack would re-run the wrong objective.
     """
-    irfil = isinstance(model, IRFILRegressor | IRFILClassifier)
-    if not isinstance(model, _SUPPORTED) or (irfil and not informed):
+    irfil = isinstance(model, _IRFIL)
+    if not (isinstance(model, _OUTPUT_PERTURBED) or (irfil and informed)):
         raise TypeError(
             f"{attack} attacks OutputPerturbedLinearRegression and "
             "OutputPerturbedLogisticRegression models (fitted or released), whose "
@@ -177,7 +178,7 @@ def target_glm(model, attack, *, informed=False):
             "adversary's knowledge of them as sample_weight (the attack re-runs "
             "the weighted training objective, which it cannot do without them)."
         )
-    logistic = isinstance(model, OutputPerturbedLogisticRegression)
+    logistic = isinstance(model, OutputPerturbedLogisticRegression | IRFILClassifier)
     return GLMRecipe(
         loss="logistic" if logistic else "squared",
         lam=float(model.lam),

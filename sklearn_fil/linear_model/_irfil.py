@@ -11,15 +11,12 @@ import numpy as np
 import pandas as pd
 from sklearn.exceptions import ConvergenceWarning
 
-from sklearn_fil.linear_model._output_perturbation import (
-    OutputPerturbedLinearRegression,
-    OutputPerturbedLogisticRegression,
-    _BaseOutputPerturbed,
+from sklearn_fil.linear_model._base import (
+    BaseReleasedGLM,
+    LogisticLossMixin,
+    SquaredLossMixin,
 )
 from sklearn_fil.utils._sklearn_compat import Interval
-
-# Newton tolerance of the logistic fits (see OutputPerturbedLogisticRegression).
-_NEWTON_TOL = 1e-10
 
 _NO_DP_IRFIL_MSG = (
     "No differential-privacy guarantee: IRFIL computes its sample weights from "
@@ -39,16 +36,18 @@ def _is_index(value):
     return isinstance(value, Integral | np.integer) and not isinstance(value, bool)
 
 
-class _IRFILMixin:
+class _IRFIL(BaseReleasedGLM):
     """Refit with weights ``omega_i ~ omega_i / eta_i`` until the FIL is level.
 
-    Placed before an output-perturbed estimator in the bases: that estimator
-    supplies the loss, the prediction methods and the report; this mixin
-    replaces its single fit by the reweighting loop of Hannun et al. (2021),
-    Algorithm 1.
+    The sibling of the output-perturbed estimators: its ``_solve`` is the
+    reweighting loop of Hannun et al. (2021), Algorithm 1. The weights depend
+    on all the data, so there is no DP guarantee.
     """
 
-    _irfil_constraints: ClassVar[dict] = {
+    _no_guarantee_reason = _NO_DP_IRFIL_MSG
+
+    _parameter_constraints: ClassVar[dict] = {
+        **BaseReleasedGLM._parameter_constraints,
         "n_iter": [Interval(Integral, 0, None, closed="left")],
         "target": [None, str, Integral, list, tuple],
         "tol": [Interval(Real, 0, None, closed="left")],
@@ -71,6 +70,7 @@ class _IRFILMixin:
             Fitted estimator.
         """
         self._fit_clean(X, y, None)
+        self.privacy_report_["weight"] = self.weights_
         last = self.fil_history_.iloc[-1]
         cv = _cv(last["mean"], last["std"])
         if self.n_iter and self.tol > 0 and not cv < self.tol:
@@ -202,21 +202,6 @@ class _IRFILMixin:
         self.fil_history_ = pd.DataFrame(history, columns=_HISTORY_COLUMNS)
         return w, omega, result
 
-    def _report_extra(self, omega):
-        return {"weight": omega}
-
-    def _dp_bound(self, omega):
-        return None, _NO_DP_IRFIL_MSG
-
-    def _delta(self, n_samples):
-        return None
-
-    def _preprocess(self, X, groups):
-        return X
-
-    def _tol(self):
-        return _NEWTON_TOL
-
 
 _PARAMETERS_DOC = """\
     sigma : float, default=1.0
@@ -311,7 +296,7 @@ _REFERENCES_DOC = """\
     machine-learning models with Fisher information*, UAI, Algorithm 1."""
 
 
-class IRFILRegressor(_IRFILMixin, OutputPerturbedLinearRegression):
+class IRFILRegressor(SquaredLossMixin, _IRFIL):
     __doc__ = f"""Ridge regression reweighted so every example leaks alike.
 
     Iteratively reweighted Fisher information loss (IRFIL): refits ridge
@@ -363,11 +348,6 @@ class IRFILRegressor(_IRFILMixin, OutputPerturbedLinearRegression):
     'weight'
     """
 
-    _parameter_constraints: ClassVar[dict] = {
-        **_BaseOutputPerturbed._parameter_constraints,
-        **_IRFILMixin._irfil_constraints,
-    }
-
     def __init__(
         self,
         *,
@@ -396,7 +376,7 @@ class IRFILRegressor(_IRFILMixin, OutputPerturbedLinearRegression):
         self.random_state = random_state
 
 
-class IRFILClassifier(_IRFILMixin, OutputPerturbedLogisticRegression):
+class IRFILClassifier(LogisticLossMixin, _IRFIL):
     __doc__ = f"""Binary logistic regression reweighted so every example leaks alike.
 
     Iteratively reweighted Fisher information loss (IRFIL): refits logistic
@@ -460,8 +440,7 @@ class IRFILClassifier(_IRFILMixin, OutputPerturbedLogisticRegression):
     """
 
     _parameter_constraints: ClassVar[dict] = {
-        **_BaseOutputPerturbed._parameter_constraints,
-        **_IRFILMixin._irfil_constraints,
+        **_IRFIL._parameter_constraints,
         "max_iter": [Interval(Integral, 1, None, closed="left")],
     }
 
