@@ -4,5 +4,6 @@
 # SPDX-License-Identifier: BSD-3-Clause
 
 from sklearn_fil.neural._dpsgd import DPSGDClassifier
+from sklearn_fil.neural._training import RecordedStep
 
-__all__ = ["DPSGDClassifier"]
+__all__ = ["DPSGDClassifier", "RecordedStep"]

@@ -5,6 +5,7 @@
 
 import itertools
 import sys
+from dataclasses import dataclass
 from numbers import Integral, Real
 from typing import ClassVar
 
@@ -26,12 +27,16 @@ from sklearn_fil.accounting import (
     fil_subsampling_factor,
     gelu_clip_max_norm,
 )
-from sklearn_fil.neural._kernels import linear_fil_accumulate
-from sklearn_fil.neural._network import (
-    NON_FINITE_GRADIENT,
-    Network,
-    check_finite_norms,
-    clip_factor,
+from sklearn_fil.neural._network import Network, check_finite_norms, clip_factor
+from sklearn_fil.neural._training import (
+    BatchSampler,
+    FILAccumulator,
+    FiniteCheck,
+    NoisySGD,
+    NormAccountant,
+    StepRecorder,
+    clipped_batch,
+    steps_to_record,
 )
 from sklearn_fil.utils._fitted import fit_or_clear
 from sklearn_fil.utils._guarantee import GuaranteeMixin
@@ -80,6 +85,81 @@ _NO_CLIP_MSG = (
     "gradients unbounded, so epsilon is infinite and no Fisher information loss "
     "is reported."
 )
+
+
+@dataclass(frozen=True)
+class _Plan:
+    """The public constants of one run.
+
+    Attributes
+    ----------
+    sampler : BatchSampler
+        The batches, with the sampling rate ``q``, the steps per epoch and
+        the divisor.
+    total_steps : int
+        Steps of the whole run.
+    sigma, C : float
+        Noise multiplier and clipping bound.
+    sensitivity : float
+        ``s``, the largest clipped norm in units of ``C``.
+    delta : float
+        Target delta.
+    private : bool
+        Whether there is noise and clipping (a guarantee).
+    replace_one : bool
+        Whether ``epsilon_`` is under replace-one (else add/remove).
+    """
+
+    sampler: BatchSampler
+    total_steps: int
+    sigma: float
+    C: float
+    sensitivity: float
+    delta: float
+    private: bool
+    replace_one: bool
+
+
+def _dp_guarantee(plan, accountant, neighboring_relation, max_iter):
+    """The :class:`Guarantee` of a private run, with its epsilon.
+
+    Poisson sampling composes ``total_steps`` subsampled Gaussian mechanisms;
+    shuffled batches compose one unsampled mechanism per epoch.
+    """
+    poisson, q = plan.sampler.poisson, plan.sampler.q
+    epsilon = dpsgd_epsilon(
+        noise_multiplier=plan.sigma,
+        sample_rate=q if poisson else 1.0,
+        steps=plan.total_steps if poisson else max_iter,
+        delta=plan.delta,
+        sensitivity=plan.sensitivity,
+        accountant=accountant,
+        neighboring_relation=neighboring_relation,
+    )
+    if poisson:
+        how = f"Poisson sampling q={q:.6g}, {plan.total_steps} steps"
+    else:
+        how = (
+            f"shuffled batches, one Gaussian mechanism per epoch, "
+            f"{max_iter} epochs, no amplification"
+        )
+    return Guarantee(
+        epsilon=epsilon,
+        delta=plan.delta,
+        neighboring_relation=neighboring_relation,
+        public=(
+            ("n_samples",)
+            if plan.replace_one
+            else ("public_n_samples", "sample_rate", "steps")
+        ),
+        mechanism=f"{_MECHANISM}, divided by batch_size; {how}",
+        accountant=(
+            f"{accountant.upper()} (dp-accounting, "
+            f"{'REPLACE_ONE' if plan.replace_one else 'ADD_OR_REMOVE_ONE'})"
+        ),
+        sensitivity=(2.0 if plan.replace_one else 1.0) * plan.sensitivity * plan.C,
+        noise_std=plan.sigma * plan.C,
+    )
 
 
 class DPSGDClassifier(GuaranteeMixin, ClassifierMixin, BaseEstimator):
@@ -238,13 +318,15 @@ class DPSGDClassifier(GuaranteeMixin, ClassifierMixin, BaseEstimator):
         Epochs run.
     t_ : int
         Steps taken.
-    recorded_steps_ : list of dict
-        One dict per step of ``record_steps``: ``step``, the batch
-        ``indices``, the ``divisor`` of the sum, the weights before the step
-        (``coefs``, ``intercepts``) and the released gradient of each layer
+    recorded_steps_ : list of RecordedStep
+        One frozen :class:`~sklearn_fil.neural.RecordedStep` per step of
+        ``record_steps``: the ``step`` number, the batch ``indices``, the
+        ``divisor`` of the sum, the weights before the step (``coefs``,
+        ``intercepts``) and the released gradient of each layer
         (``grad_coefs``, ``grad_intercepts``: the noised sum of clipped
         gradients over ``divisor``, before weight decay and momentum). The
-        batch indices are secret: this is material for auditing attacks.
+        batch indices are secret: this is material for auditing attacks, and
+        :meth:`release` drops it.
     guarantee_ : Guarantee
         The DP guarantee: ``epsilon``, ``delta``, the
         ``neighboring_relation``, what is ``public`` (``("n_samples",)``
@@ -467,7 +549,7 @@ class DPSGDClassifier(GuaranteeMixin, ClassifierMixin, BaseEstimator):
             raise ValueError(
                 f"hidden_layer_sizes must hold positive integers; got {sizes!r}."
             )
-        _steps_to_record(self.record_steps)  # checked before any work
+        steps_to_record(self.record_steps)  # checked before any work
         if self.neighboring_relation == "replace_one" and self.batch_size > n:
             raise ValueError(
                 f"batch_size={self.batch_size} exceeds the number of examples ({n})."
@@ -618,184 +700,116 @@ class DPSGDClassifier(GuaranteeMixin, ClassifierMixin, BaseEstimator):
         intercepts = [_backend.asarray(b, xp, device) for b in init[1]]
         return Network(coefs, intercepts, self.activation, xp=xp)
 
-    def _train(self, net, X, Y, rng):
-        xp = net.xp
-        device = _backend.device(X)
-        n, d = X.shape
-        # Python floats: the array API takes no NumPy scalars next to its arrays.
-        C = float(self.max_grad_norm)
+    def _plan(self, n):
+        """The public constants of the run (see :class:`_Plan`)."""
         sigma = float(self.noise_multiplier)
-        lr, momentum, alpha = (
-            float(self.learning_rate),
-            float(self.momentum),
-            float(self.alpha),
-        )
-        private = sigma > 0 and self.clipping is not None
-        poisson = self.sampling == "poisson"
         replace_one = self.neighboring_relation == "replace_one"
         # The sampling rate, the step count and the divisor are public: from
         # n under replace-one (n public), from public_n_samples under
         # add/remove, never from the realised n there.
         n_public = n if replace_one else int(self.public_n_samples)
-        q = self.batch_size / n_public
-        steps_per_epoch = max(1, round(n_public / self.batch_size))
-        total_steps = steps_per_epoch * self.max_iter
-        divisor = float(self.batch_size)
-        # s: the largest clipped norm in units of C (the per-example bound).
-        sensitivity = float(gelu_clip_max_norm(1.0) if self.clipping == "gelu" else 1.0)
-        delta = check_delta(self.delta, n)
+        sampler = BatchSampler(n, n_public, self.batch_size, self.sampling == "poisson")
+        return _Plan(
+            sampler=sampler,
+            total_steps=sampler.steps_per_epoch * self.max_iter,
+            sigma=sigma,
+            C=float(self.max_grad_norm),
+            # s: the largest clipped norm in units of C (the per-example bound)
+            sensitivity=float(
+                gelu_clip_max_norm(1.0) if self.clipping == "gelu" else 1.0
+            ),
+            delta=check_delta(self.delta, n),
+            private=sigma > 0 and self.clipping is not None,
+            replace_one=replace_one,
+        )
 
-        per_instance = None
-        if private and poisson and self.per_instance_accounting:
-            per_instance = PerInstanceAccountant(
-                n,
-                noise_multiplier=sigma,
-                sample_rate=q,
-                sensitivity=sensitivity,
-                precision=self.norm_precision,
-                orders=_per_instance_orders(),
-            )
-        fil_on = private and self.fil_accounting
-        coords_all = _backend.asarray(np.arange(d), xp, device)
-        fil_trace = _backend.zeros(n, xp, device) if fil_on else None
-        label_sq = (
-            _backend.zeros(n, xp, device) if fil_on and self.private_label else None
-        )
-        attr_sq = (
-            _backend.zeros((n, d), xp, device)
-            if fil_on and self.fil_coordinates is None
-            else None
-        )
+    def _fil_accumulator(self, plan, n, d, xp, device):
+        """The FIL accumulator of the run, or None without FIL accounting."""
+        if not (plan.private and self.fil_accounting):
+            return None
         kappa = 1.0
-        if fil_on and poisson:
+        if plan.sampler.poisson:
             # kappa compares the step with and without the example (its
             # Fisher information is that of the sampled branch of the
             # mixture), a distance of s C whatever the relation of epsilon_.
             kappa = fil_subsampling_factor(
-                noise_multiplier=sigma,
-                sample_rate=q,
-                sensitivity=sensitivity,
-                steps=total_steps,
+                noise_multiplier=plan.sigma,
+                sample_rate=plan.sampler.q,
+                sensitivity=plan.sensitivity,
+                steps=plan.total_steps,
                 n_samples=n,
             )
-        scale = float(kappa) / (sigma * C) / (sigma * C) if fil_on else 0.0
+        sigma_C = plan.sigma * plan.C
+        return FILAccumulator(
+            n,
+            d,
+            scale=float(kappa) / sigma_C / sigma_C,
+            fil_coordinates=self.fil_coordinates,
+            private_label=self.private_label,
+            xp=xp,
+            device=device,
+        )
 
-        norms = self._full_pass_norms(net, X, Y)  # latest clipped norm / C
-        if per_instance is not None:
-            per_instance.set_norms(_backend.to_numpy(norms))
-        # The per-instance accountant runs on the host: each step's (indices,
-        # norms) wait here and are replayed in order once per epoch.
-        pending = []
-        velocity = [
-            (xp.zeros_like(W), xp.zeros_like(b))
-            for W, b in zip(net.coefs, net.intercepts, strict=True)
-        ]
-        record = _steps_to_record(self.record_steps)
-        recorded_steps = []
-        finite = []  # device flags of the epoch's norms (other namespaces)
+    def _per_instance_accountant(self, plan, n):
+        """Host per-instance accountant (Poisson sampling only), or None."""
+        if not (plan.private and plan.sampler.poisson and self.per_instance_accounting):
+            return None
+        return PerInstanceAccountant(
+            n,
+            noise_multiplier=plan.sigma,
+            sample_rate=plan.sampler.q,
+            sensitivity=plan.sensitivity,
+            precision=self.norm_precision,
+            orders=_per_instance_orders(),
+        )
+
+    def _train(self, net, X, Y, rng):
+        """Run DP-SGD on ``net`` in place; returns the privacy accounting.
+
+        The random numbers are drawn in the order described in
+        :mod:`sklearn_fil.neural._training`.
+        """
+        xp, device = net.xp, _backend.device(X)
+        n, d = X.shape
+        plan = self._plan(n)
+        sampler, C = plan.sampler, plan.C
+        fil = self._fil_accumulator(plan, n, d, xp, device)
+        norms = NormAccountant(self._per_instance_accountant(plan, n), xp)
+        norms.refresh(self._full_pass_norms(net, X, Y))
+        optimiser = NoisySGD(
+            net,
+            noise_multiplier=plan.sigma,
+            max_grad_norm=C,
+            divisor=sampler.divisor,
+            learning_rate=float(self.learning_rate),
+            momentum=float(self.momentum),
+            alpha=float(self.alpha),
+            device=device,
+        )
+        recorder = StepRecorder(self.record_steps)
+        finite = FiniteCheck(xp)
         t = 0
         for epoch in range(1, self.max_iter + 1):
             if self.norm_refresh and epoch > 1 and (epoch - 1) % self.norm_refresh == 0:
-                norms = self._full_pass_norms(net, X, Y)
-                if per_instance is not None:
-                    per_instance.set_norms(_backend.to_numpy(norms))
-            batches = (
-                (_poisson_batch(rng, n, q) for _ in range(steps_per_epoch))
-                if poisson
-                else np.array_split(rng.permutation(n), steps_per_epoch)
-            )
-            for idx in batches:
+                norms.refresh(self._full_pass_norms(net, X, Y))
+            for idx in sampler.epoch(rng):
                 t += 1
                 grads = new_norms = None
                 if idx.size:
                     rows = _backend.Rows(idx, n, xp, device)
-                    Xb, Yb = rows.take(X), rows.take(Y)
-                    acts, logits = net.forward(Xb)
-                    deltas = net.backward(acts, logits, Yb)
-                    g_norm = net.grad_norms(acts, deltas)
-                    if xp is np:
-                        check_finite_norms(g_norm, xp)
-                    else:  # checked once per epoch: no per-step transfer
-                        finite.append(xp.all(xp.isfinite(g_norm)))
-                    c, dc = clip_factor(g_norm, C, self.clipping, xp)
-                    grads = net.weighted_sum(acts, deltas, c)
-                    new_norms = xp.minimum(c * g_norm / C, sensitivity)
-                    rows.set(norms, new_norms)
-                    if fil_on:
-                        coords, m = coords_all, d
-                        if (
-                            self.fil_coordinates is not None
-                            and self.fil_coordinates < d
-                        ):
-                            m = self.fil_coordinates
-                            coords = _backend.asarray(
-                                np.sort(rng.choice(d, m, replace=False)), xp, device
-                            )
-                        if xp is np and len(net.coefs) == 1:
-                            # NumPy logistic fast path: one numba pass adds
-                            # straight into the accumulators
-                            linear_fil_accumulate(
-                                acts[0],
-                                np.ascontiguousarray(coords, dtype=np.int64),
-                                net.coefs[0],
-                                net.proba(logits),
-                                deltas[0],
-                                g_norm,
-                                c,
-                                dc,
-                                idx,
-                                scale,
-                                d / m,
-                                fil_trace,
-                                np.empty((0, 0)) if attr_sq is None else attr_sq,
-                            )
-                        else:
-                            sq = net.jacobian_sq_norms(
-                                acts, logits, deltas, g_norm, c, dc, coords
-                            )
-                            rows.add(fil_trace, scale * xp.sum(sq, axis=1) * (d / m))
-                            if attr_sq is not None:
-                                rows.add(attr_sq, scale * sq)
-                        if label_sq is not None:
-                            rows.add(
-                                label_sq,
-                                scale * net.label_sq_norm(acts, deltas, g_norm, c, dc),
-                            )
-                if grads is None:  # an empty Poisson batch releases noise alone
-                    grads = [
-                        (xp.zeros_like(W), xp.zeros_like(b))
-                        for W, b in zip(net.coefs, net.intercepts, strict=True)
-                    ]
-                if per_instance is not None:
-                    pending.append((idx, new_norms))
-                recorded = None
-                if t in record:
-                    recorded = _Recorded(t, idx, divisor, net.coefs, net.intercepts)
-                    recorded_steps.append(recorded)
-                for layer, (gW, gb) in enumerate(grads):
-                    W, b = net.coefs[layer], net.intercepts[layer]
-                    if sigma > 0:
-                        # Host noise, sent to the device: the same stream as NumPy.
-                        noise_W = rng.normal(0.0, sigma * C, size=W.shape)
-                        noise_b = rng.normal(0.0, sigma * C, size=b.shape)
-                        gW = gW + _backend.asarray(noise_W, xp, device)
-                        gb = gb + _backend.asarray(noise_b, xp, device)
-                    gW, gb = gW / divisor, gb / divisor  # the released gradient
-                    if recorded is not None:
-                        recorded.add_gradient(gW, gb)
-                    gW = gW + alpha * W
-                    vW, vb = velocity[layer]
-                    vW = momentum * vW + gW
-                    vb = momentum * vb + gb
-                    velocity[layer] = (vW, vb)
-                    W -= lr * vW
-                    b -= lr * vb
-            if not all(bool(f) for f in finite):
-                raise ValueError(NON_FINITE_GRADIENT)
-            finite = []
-            if per_instance is not None:
-                _replay(per_instance, pending, xp)
-                pending = []
+                    batch = clipped_batch(
+                        net, rows.take(X), rows.take(Y), C, self.clipping, finite
+                    )
+                    grads = net.weighted_sum(batch.acts, batch.deltas, batch.c)
+                    new_norms = xp.minimum(batch.c * batch.norms / C, plan.sensitivity)
+                    norms.update(rows, new_norms)
+                    if fil is not None:
+                        fil.add(net, rows, batch, rng)
+                norms.step(idx, new_norms)
+                recorder.before_step(t, idx, sampler.divisor, net)
+                recorder.after_step(optimiser.step(net, grads, rng))
+            finite.end_epoch()
+            norms.end_epoch()
             if self.verbose:
                 print(
                     f"DPSGDClassifier: epoch {epoch}/{self.max_iter}, {t} steps",
@@ -803,87 +817,54 @@ class DPSGDClassifier(GuaranteeMixin, ClassifierMixin, BaseEstimator):
                 )
         self.n_iter_ = self.max_iter
         self.t_ = t
-        self.recorded_steps_ = [r.as_dict() for r in recorded_steps]
-        # The one copy of the per-example accumulators back to the host.
-        norms = _backend.to_numpy(norms)
-        fil_trace = None if fil_trace is None else _backend.to_numpy(fil_trace)
-        attr_sq = None if attr_sq is None else _backend.to_numpy(attr_sq)
-        label_sq = None if label_sq is None else _backend.to_numpy(label_sq)
+        self.recorded_steps_ = recorder.records
+        return self._privacy(plan, fil, norms, Y.shape[1])
 
-        if not private:
-            reason = _NO_NOISE_MSG if sigma == 0 else _NO_CLIP_MSG
-            guarantee = Guarantee.none(reason, mechanism=_MECHANISM)
+    def _privacy(self, plan, fil, norms, n_outputs):
+        """The guarantee and the per-example columns of the privacy report."""
+        grad_norm = _backend.to_numpy(norms.norms)
+        n = grad_norm.shape[0]
+        if not plan.private:
+            reason = _NO_NOISE_MSG if plan.sigma == 0 else _NO_CLIP_MSG
             nan = np.full(n, np.nan)
             return {
                 "fil": nan,
                 "dfil": nan,
                 "mse_bound": nan,
                 "epsilon": np.full(n, np.inf),
-                "grad_norm": norms,
+                "grad_norm": grad_norm,
                 "attribute_fil": None,
                 "label_fil": None,
-                "guarantee": guarantee,
+                "guarantee": Guarantee.none(reason, mechanism=_MECHANISM),
             }
-        epsilon = dpsgd_epsilon(
-            noise_multiplier=sigma,
-            sample_rate=q if poisson else 1.0,
-            steps=total_steps if poisson else self.max_iter,
-            delta=delta,
-            sensitivity=sensitivity,
-            accountant=self.accountant,
-            neighboring_relation=self.neighboring_relation,
+        guarantee = _dp_guarantee(
+            plan, self.accountant, self.neighboring_relation, self.max_iter
         )
-        if poisson:
-            how = f"Poisson sampling q={q:.6g}, {total_steps} steps"
+        if fil is None:
+            nan = np.full(n, np.nan)
+            out = {
+                "fil": nan,
+                "dfil": nan,
+                "mse_bound": nan,
+                "attribute_fil": None,
+                "label_fil": None,
+            }
         else:
-            how = (
-                f"shuffled batches, one Gaussian mechanism per epoch, "
-                f"{self.max_iter} epochs, no amplification"
+            out = fil.result(n_outputs)
+        if norms.accountant is None:
+            epsilon = np.full(n, guarantee.epsilon)
+        else:
+            epsilon = self._per_instance_epsilon(
+                norms.accountant,
+                plan.sampler.q,
+                plan.total_steps,
+                plan.delta,
+                plan.sensitivity,
             )
-        guarantee = Guarantee(
-            epsilon=epsilon,
-            delta=delta,
-            neighboring_relation=self.neighboring_relation,
-            public=(
-                ("n_samples",)
-                if replace_one
-                else ("public_n_samples", "sample_rate", "steps")
-            ),
-            mechanism=f"{_MECHANISM}, divided by batch_size; {how}",
-            accountant=(
-                f"{self.accountant.upper()} (dp-accounting, "
-                f"{'REPLACE_ONE' if replace_one else 'ADD_OR_REMOVE_ONE'})"
-            ),
-            sensitivity=(2.0 if replace_one else 1.0) * sensitivity * C,
-            noise_std=sigma * C,
-        )
-        if fil_on:
-            # private coordinates: the features, and the label (one, or the
-            # K - 1 dimensions of a one-hot label's constraint plane)
-            k = d
-            if label_sq is not None:
-                fil_trace = fil_trace + label_sq
-                k += max(1, Y.shape[1] - 1)
-            dfil = np.sqrt(fil_trace / k)
-            fil = np.sqrt(fil_trace)
-            with np.errstate(divide="ignore"):
-                mse_bound = 1.0 / dfil**2
-        else:
-            fil = dfil = mse_bound = np.full(n, np.nan)
         return {
-            "fil": fil,
-            "dfil": dfil,
-            "mse_bound": mse_bound,
-            "epsilon": (
-                np.full(n, epsilon)
-                if per_instance is None
-                else self._per_instance_epsilon(
-                    per_instance, q, total_steps, delta, sensitivity
-                )
-            ),
-            "grad_norm": norms,
-            "attribute_fil": None if attr_sq is None else np.sqrt(attr_sq),
-            "label_fil": None if label_sq is None else np.sqrt(label_sq),
+            **out,
+            "epsilon": epsilon,
+            "grad_norm": grad_norm,
             "guarantee": guarantee,
         }
 
@@ -1019,96 +1000,3 @@ def _check_init(coefs_init, intercepts_init, widths):
         coefs.append(W)
         intercepts.append(b)
     return coefs, intercepts
-
-
-def _poisson_batch(rng, n, q):
-    """Indices of ``n`` examples each included with probability ``q``.
-
-    The gaps between included indices are independent geometric variables, so
-    drawing them costs O(batch) instead of one uniform per example.
-    """
-    found, last = [], -1
-    while True:
-        remaining = n - 1 - last
-        gaps = rng.geometric(q, size=int(1.2 * q * remaining) + 16)
-        candidates = last + np.cumsum(gaps)
-        inside = candidates[candidates < n]
-        found.append(inside)
-        if inside.size < candidates.size:
-            return np.concatenate(found)
-        last = int(candidates[-1])
-
-
-def _replay(accountant, pending, xp):
-    """Account the steps ``pending`` on the host, in order.
-
-    Parameters
-    ----------
-    accountant : PerInstanceAccountant
-        Host accountant.
-    pending : list of (ndarray of int, array or None)
-        Each step's batch indices (host) and new clipped norms (in ``xp``;
-        None for an empty batch). All norms come back in one transfer.
-    xp : module
-        Namespace of the norms.
-    """
-    parts = [v for _, v in pending if v is not None]
-    if parts:
-        flat = _backend.to_numpy(
-            parts[0] if len(parts) == 1 else _backend.concat(parts, xp)
-        )
-    start = 0
-    for idx, values in pending:
-        if values is None:
-            accountant.step(np.empty(0), indices=idx)
-            continue
-        accountant.step(flat[start : start + idx.size], indices=idx)
-        start += idx.size
-
-
-def _steps_to_record(record_steps):
-    """The set of step numbers to record (1-based)."""
-    if record_steps is None:
-        return frozenset()
-    if isinstance(record_steps, Integral):
-        return frozenset(range(1, int(record_steps) + 1))
-    steps = np.asarray(record_steps)
-    if (
-        steps.ndim != 1
-        or not np.issubdtype(steps.dtype, np.integer)
-        or (steps.size and steps.min() < 1)
-    ):
-        raise ValueError(
-            "record_steps must be None, an int, or a 1-D array of step numbers "
-            f">= 1; got {record_steps!r}."
-        )
-    return frozenset(steps.tolist())
-
-
-class _Recorded:
-    """One recorded step: the batch, the weights before it, the released update."""
-
-    def __init__(self, step, indices, divisor, coefs, intercepts):
-        self.step = step
-        self.indices = np.array(indices, copy=True)
-        self.divisor = float(divisor)
-        self.coefs = [np.array(_backend.to_numpy(W), copy=True) for W in coefs]
-        self.intercepts = [
-            np.array(_backend.to_numpy(b), copy=True) for b in intercepts
-        ]
-        self.grad_coefs, self.grad_intercepts = [], []
-
-    def add_gradient(self, gW, gb):
-        self.grad_coefs.append(np.array(_backend.to_numpy(gW), copy=True))
-        self.grad_intercepts.append(np.array(_backend.to_numpy(gb), copy=True))
-
-    def as_dict(self):
-        return {
-            "step": self.step,
-            "indices": self.indices,
-            "divisor": self.divisor,
-            "coefs": self.coefs,
-            "intercepts": self.intercepts,
-            "grad_coefs": self.grad_coefs,
-            "grad_intercepts": self.grad_intercepts,
-        }

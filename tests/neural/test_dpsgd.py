@@ -91,8 +91,8 @@ def test_given_initialisation_is_where_sgd_starts():
     W1, W2 = np.full((4, 3), 0.1), np.full((3, 1), -0.2)
     mlp.fit(X, y, coefs_init=[W1, W2], intercepts_init=[np.zeros(3), np.ones(1)])
     first = mlp.recorded_steps_[0]
-    assert_array_equal(first["coefs"][0], W1)
-    assert_array_equal(first["intercepts"][1], np.ones(1))
+    assert_array_equal(first.coefs[0], W1)
+    assert_array_equal(first.intercepts[1], np.ones(1))
     bad = [
         ({"coefs_init": [W1, W2]}, "must be given together"),
         ({"coefs_init": [W1], "intercepts_init": [np.zeros(3)]}, "need 2 layers"),
@@ -374,7 +374,7 @@ def test_per_instance_accounting_off_reports_the_global_epsilon():
 def test_poisson_batches_include_each_example_independently_with_rate_q():
     from scipy.stats import binomtest
 
-    from sklearn_fil.neural._dpsgd import _poisson_batch
+    from sklearn_fil.neural._training import poisson_batch
 
     rng = np.random.RandomState(0)
     n, q, draws = 50, 0.1, 4000
@@ -382,7 +382,7 @@ def test_poisson_batches_include_each_example_independently_with_rate_q():
     sizes = []
     pairs = 0
     for _ in range(draws):
-        idx = _poisson_batch(rng, n, q)
+        idx = poisson_batch(rng, n, q)
         assert np.all(np.diff(idx) > 0) and (idx.size == 0 or idx[-1] < n)
         counts[idx] += 1
         sizes.append(idx.size)
@@ -393,7 +393,7 @@ def test_poisson_batches_include_each_example_independently_with_rate_q():
     assert abs(np.mean(sizes) - n * q) < 4 * np.sqrt(n * q * (1 - q) / draws)
     assert abs(np.var(sizes) - n * q * (1 - q)) < 0.1 * n * q * (1 - q)
     assert binomtest(pairs, draws, q * q).pvalue > 1e-3
-    assert _poisson_batch(rng, 7, 1.0).tolist() == list(range(7))
+    assert poisson_batch(rng, 7, 1.0).tolist() == list(range(7))
 
 
 @pytest.mark.parametrize("hidden", [(), (3,)])
@@ -479,26 +479,26 @@ def test_recorded_steps_hold_the_released_update_and_change_nothing():
     rec = DPSGDClassifier(**params, record_steps=[2, 5]).fit(X, y)
     for a, b in zip(plain.coefs_, rec.coefs_, strict=True):
         assert_array_equal(a, b)  # recording never changes training
-    assert [r["step"] for r in rec.recorded_steps_] == [2, 5]
+    assert [r.step for r in rec.recorded_steps_] == [2, 5]
     # Without noise the released gradient is the clipped sum over the divisor,
     # recomputed here from the recorded weights and batch alone.
     quiet = DPSGDClassifier(**{**params, "noise_multiplier": 0.0}, record_steps=3)
     with pytest.warns(PrivacyLeakWarning):
         assert quiet.fit(X, y).epsilon_ is None
     for r in quiet.recorded_steps_:
-        net = Network(r["coefs"], r["intercepts"], "tanh")
-        Y = y[r["indices"]][:, None].astype(float)
+        net = Network(r.coefs, r.intercepts, "tanh")
+        Y = y[r.indices][:, None].astype(float)
         total = sum(
             _clipped_gradient(net, X[i], Y[k], 0.3, "hard")
-            for k, i in enumerate(r["indices"])
+            for k, i in enumerate(r.indices)
         )
         flat = np.concatenate(
             [
                 np.concatenate([gW.ravel(), gb])
-                for gW, gb in zip(r["grad_coefs"], r["grad_intercepts"], strict=True)
+                for gW, gb in zip(r.grad_coefs, r.grad_intercepts, strict=True)
             ]
         )
-        assert_allclose(flat, total / r["divisor"], rtol=1e-10, atol=1e-14)
+        assert_allclose(flat, total / r.divisor, rtol=1e-10, atol=1e-14)
     assert not hasattr(rec.release(), "recorded_steps_")
     with pytest.raises(ValueError, match="record_steps"):
         DPSGDClassifier(record_steps=[0, 1], batch_size=15).fit(X, y)
@@ -536,7 +536,7 @@ def _full_batch_release(X, y, seed, **params):
         clf.fit(X, y)
     step = clf.recorded_steps_[0]
     released = np.concatenate(
-        [step["grad_coefs"][0].ravel(), step["grad_intercepts"][0]]
+        [step.grad_coefs[0].ravel(), step.grad_intercepts[0]]
     )
     return clf, released
 
@@ -550,7 +550,7 @@ def test_shuffle_replace_one_epsilon_covers_the_measured_shift():
     a = np.array([_full_batch_release(X, y, s)[1] for s in range(reps)])
     b = np.array([_full_batch_release(X, y_flip, reps + s)[1] for s in range(reps)])
     clf, _ = _full_batch_release(X, y, 0)
-    assert clf.recorded_steps_[0]["divisor"] == 20.0  # batch_size, a constant
+    assert clf.recorded_steps_[0].divisor == 20.0  # batch_size, a constant
     unit = 1.0 * 0.5 / 20  # sigma C / batch_size: one noise std of a release
     diff = (a.mean(axis=0) - b.mean(axis=0)) / unit
     shift = np.linalg.norm(diff)
@@ -640,7 +640,7 @@ def test_add_remove_needs_public_n_and_then_ignores_the_realised_n():
     assert fits[0].epsilon_ == fits[1].epsilon_
     assert fits[0].guarantee_.mechanism == fits[1].guarantee_.mechanism
     assert "q=0.166667" in fits[0].guarantee_.mechanism  # 5 / 30
-    assert fits[0].recorded_steps_[0]["divisor"] == 5.0
+    assert fits[0].recorded_steps_[0].divisor == 5.0
     g = released[0].guarantee_
     assert g.neighboring_relation == "add_remove"
     assert g.public == ("public_n_samples", "sample_rate", "steps")
@@ -714,7 +714,7 @@ def test_huge_rows_are_clipped_not_dropped(clipping):
             random_state=0,
             delta=1e-3,
         ).fit(X, y)
-    summed = clf.recorded_steps_[0]["grad_coefs"][0].ravel() * 20
+    summed = clf.recorded_steps_[0].grad_coefs[0].ravel() * 20
     # row 0's clipped gradient: -c (x_0, 1) / 2 with norm C (hard) or ~C
     # (GELU: 1 / (GELU(u - 1) + 1) u C -> C as u -> inf); the others have x = 0
     assert np.linalg.norm(summed) == pytest.approx(1.0, rel=1e-4)

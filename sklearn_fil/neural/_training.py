@@ -1,0 +1,555 @@
+"""The parts of one DP-SGD run, each with one job.
+
+:class:`~sklearn_fil.neural.DPSGDClassifier` trains by composing them: a
+:class:`BatchSampler` draws the batches, :func:`clipped_batch` computes the
+clipped per-example gradients of one, a :class:`NoisySGD` releases their noisy
+sum and takes the step, a :class:`FILAccumulator` and a
+:class:`NormAccountant` account every example's exposure, and a
+:class:`StepRecorder` keeps chosen steps as :class:`RecordedStep`.
+
+Every random number comes from the one host generator of the fit, in a fixed
+order per step: the batch (Poisson batches are drawn lazily, one per step;
+a shuffle draws the epoch's permutation first), then the coordinates of the
+FIL trace estimate, then the noise of each layer (weights, then biases).
+"""
+
+# Authors: The sklearn-fil developers
+# SPDX-License-Identifier: BSD-3-Clause
+
+from dataclasses import dataclass
+from numbers import Integral
+
+import numpy as np
+
+from sklearn_fil import _backend
+from sklearn_fil.neural._kernels import linear_fil_accumulate
+from sklearn_fil.neural._network import (
+    NON_FINITE_GRADIENT,
+    check_finite_norms,
+    clip_factor,
+)
+
+
+def _read_only(array):
+    """A read-only host copy of ``array``."""
+    out = np.array(_backend.to_numpy(array), copy=True)
+    out.flags.writeable = False
+    return out
+
+
+@dataclass(frozen=True)
+class RecordedStep:
+    """One recorded DP-SGD step: its batch, its starting weights, its release.
+
+    :class:`~sklearn_fil.neural.DPSGDClassifier` keeps one per step of
+    ``record_steps`` in ``recorded_steps_``. What a federated-learning
+    participant sees of the step is the weights before it and the released
+    gradient; the batch is secret, kept for evaluating attacks such as
+    :class:`~sklearn_fil.attacks.GradientLabelAttack`. The object is frozen
+    and its arrays are read-only host copies; build a changed one with
+    :func:`dataclasses.replace`.
+
+    Parameters
+    ----------
+    step : int
+        Step number, counted from 1 over the whole run.
+    indices : ndarray of int of shape (batch_size,)
+        Rows of the training set in the batch (empty for an empty Poisson
+        batch).
+    divisor : float
+        The public constant the noisy sum was divided by (``batch_size``).
+    coefs : tuple of ndarray
+        Weights of each layer before the step, ``(n_in, n_out)``.
+    intercepts : tuple of ndarray
+        Biases of each layer before the step.
+    grad_coefs : tuple of ndarray
+        Released gradient of each layer's weights: the noised sum of the
+        clipped per-example gradients over ``divisor``, before weight decay
+        and momentum.
+    grad_intercepts : tuple of ndarray
+        Released gradient of each layer's biases, likewise.
+
+    Examples
+    --------
+    >>> import dataclasses
+    >>> from sklearn.datasets import make_classification
+    >>> from sklearn_fil.neural import DPSGDClassifier
+    >>> X, y = make_classification(n_samples=100, n_features=4, random_state=0)
+    >>> clf = DPSGDClassifier(batch_size=10, max_iter=1, record_steps=[2],
+    ...                       random_state=0).fit(X, y)
+    >>> step = clf.recorded_steps_[0]
+    >>> step.step, step.divisor, step.grad_coefs[0].shape
+    (2, 10.0, (4, 1))
+    >>> dataclasses.replace(step, step=3).step
+    3
+    """
+
+    step: int
+    indices: np.ndarray
+    divisor: float
+    coefs: tuple
+    intercepts: tuple
+    grad_coefs: tuple
+    grad_intercepts: tuple
+
+
+def steps_to_record(record_steps):
+    """The set of step numbers to record (1-based)."""
+    if record_steps is None:
+        return frozenset()
+    if isinstance(record_steps, Integral):
+        return frozenset(range(1, int(record_steps) + 1))
+    steps = np.asarray(record_steps)
+    if (
+        steps.ndim != 1
+        or not np.issubdtype(steps.dtype, np.integer)
+        or (steps.size and steps.min() < 1)
+    ):
+        raise ValueError(
+            "record_steps must be None, an int, or a 1-D array of step numbers "
+            f">= 1; got {record_steps!r}."
+        )
+    return frozenset(steps.tolist())
+
+
+class StepRecorder:
+    """Keeps the steps of ``record_steps`` as :class:`RecordedStep`.
+
+    Call :meth:`before_step` before the weights move and :meth:`after_step`
+    with the released gradients. Recording draws no random numbers.
+
+    Parameters
+    ----------
+    record_steps : None, int or array-like of int
+        The estimator's parameter (see :func:`steps_to_record`).
+    """
+
+    def __init__(self, record_steps):
+        self.steps = steps_to_record(record_steps)
+        self.records = []
+        self._start = None
+
+    def before_step(self, t, indices, divisor, net):
+        """Copy the batch and the weights of step ``t`` if it is recorded."""
+        self._start = None
+        if t in self.steps:
+            self._start = (
+                t,
+                _read_only(indices),
+                float(divisor),
+                tuple(_read_only(W) for W in net.coefs),
+                tuple(_read_only(b) for b in net.intercepts),
+            )
+
+    def after_step(self, released):
+        """Record the released ``(grad_W, grad_b)`` of each layer, if wanted."""
+        if self._start is None:
+            return
+        t, indices, divisor, coefs, intercepts = self._start
+        self.records.append(
+            RecordedStep(
+                step=t,
+                indices=indices,
+                divisor=divisor,
+                coefs=coefs,
+                intercepts=intercepts,
+                grad_coefs=tuple(_read_only(gW) for gW, _ in released),
+                grad_intercepts=tuple(_read_only(gb) for _, gb in released),
+            )
+        )
+        self._start = None
+
+
+def poisson_batch(rng, n, q):
+    """Indices of ``n`` examples each included with probability ``q``.
+
+    The gaps between included indices are independent geometric variables, so
+    drawing them costs O(batch) instead of one uniform per example.
+    """
+    found, last = [], -1
+    while True:
+        remaining = n - 1 - last
+        gaps = rng.geometric(q, size=int(1.2 * q * remaining) + 16)
+        candidates = last + np.cumsum(gaps)
+        inside = candidates[candidates < n]
+        found.append(inside)
+        if inside.size < candidates.size:
+            return np.concatenate(found)
+        last = int(candidates[-1])
+
+
+class BatchSampler:
+    """The batches of an epoch, from public constants only.
+
+    Parameters
+    ----------
+    n : int
+        Number of training examples (the rows the indices refer to).
+    n_public : int
+        The public number of examples the rate and the step count come from:
+        ``n`` under replace-one, ``public_n_samples`` under add/remove.
+    batch_size : int
+        Expected batch size; also the divisor of the noisy sum.
+    poisson : bool
+        Poisson sampling at rate ``q = batch_size / n_public``; otherwise a
+        random partition of ``0..n-1`` per epoch.
+
+    Attributes
+    ----------
+    q : float
+        Sampling rate.
+    steps_per_epoch : int
+        ``max(1, round(n_public / batch_size))``.
+    divisor : float
+        ``batch_size``: the noisy sum is divided by it, never by the realised
+        batch size.
+    """
+
+    def __init__(self, n, n_public, batch_size, poisson):
+        self.n = n
+        self.poisson = poisson
+        self.q = batch_size / n_public
+        self.steps_per_epoch = max(1, round(n_public / batch_size))
+        self.divisor = float(batch_size)
+
+    def epoch(self, rng):
+        """The epoch's batches of host indices.
+
+        Poisson batches are a generator, each drawn when its step starts; a
+        shuffle draws the permutation at once.
+        """
+        if self.poisson:
+            return (
+                poisson_batch(rng, self.n, self.q) for _ in range(self.steps_per_epoch)
+            )
+        return np.array_split(rng.permutation(self.n), self.steps_per_epoch)
+
+
+@dataclass
+class ClippedBatch:
+    """Forward and backward pass of a batch with its clip factors.
+
+    Attributes
+    ----------
+    acts, logits, deltas : list of ndarray, ndarray, list of ndarray
+        See :meth:`Network.forward <sklearn_fil.neural._network.Network.forward>`
+        and ``backward``.
+    norms : ndarray of shape (b,)
+        Unclipped per-example gradient norms.
+    c, dc : ndarray of shape (b,)
+        Clip factors and their derivatives in the norm.
+    """
+
+    acts: list
+    logits: object
+    deltas: list
+    norms: object
+    c: object
+    dc: object
+
+
+class FiniteCheck:
+    """Raises on a non-finite gradient norm, at once or once per epoch.
+
+    NumPy norms are checked at every step; other namespaces keep a device
+    flag per step and are checked by :meth:`end_epoch`, so that no step
+    waits for a transfer.
+    """
+
+    def __init__(self, xp):
+        self.xp = xp
+        self.flags = []
+
+    def __call__(self, norms):
+        """Check ``norms`` now (NumPy) or keep its flag."""
+        if self.xp is np:
+            check_finite_norms(norms, self.xp)
+        else:
+            self.flags.append(self.xp.all(self.xp.isfinite(norms)))
+
+    def end_epoch(self):
+        """Raise a ValueError if any kept flag is false, then forget them."""
+        if not all(bool(f) for f in self.flags):
+            raise ValueError(NON_FINITE_GRADIENT)
+        self.flags = []
+
+
+def clipped_batch(net, Xb, Yb, max_grad_norm, clipping, finite):
+    """The clipped per-example gradients of a batch, as a :class:`ClippedBatch`."""
+    acts, logits = net.forward(Xb)
+    deltas = net.backward(acts, logits, Yb)
+    norms = net.grad_norms(acts, deltas)
+    finite(norms)
+    c, dc = clip_factor(norms, max_grad_norm, clipping, net.xp)
+    return ClippedBatch(acts, logits, deltas, norms, c, dc)
+
+
+class NoisySGD:
+    """The released update and the SGD step with momentum.
+
+    The released gradient of each layer is the clipped sum plus
+    ``N(0, (noise_multiplier C)^2 I)`` noise drawn from the host generator,
+    divided by the public ``divisor``; the step adds the weight decay
+    ``alpha W`` (weights only), then heavy-ball momentum, in place.
+
+    Parameters
+    ----------
+    net : Network
+        The network whose weights the steps update in place.
+    noise_multiplier, max_grad_norm : float
+        ``sigma`` and ``C``; no noise when ``sigma = 0``.
+    divisor : float
+        Public divisor of the noisy sum.
+    learning_rate, momentum, alpha : float
+        Step size, momentum and L2 penalty on the weights.
+    device : object
+        Device of the network's arrays (the noise is sent there).
+    """
+
+    def __init__(
+        self,
+        net,
+        *,
+        noise_multiplier,
+        max_grad_norm,
+        divisor,
+        learning_rate,
+        momentum,
+        alpha,
+        device,
+    ):
+        self.sigma = noise_multiplier
+        self.C = max_grad_norm
+        self.divisor = divisor
+        self.lr, self.momentum, self.alpha = learning_rate, momentum, alpha
+        self.device = device
+        self.velocity = [
+            (net.xp.zeros_like(W), net.xp.zeros_like(b))
+            for W, b in zip(net.coefs, net.intercepts, strict=True)
+        ]
+
+    def step(self, net, grads, rng):
+        """Release the noisy gradient of ``grads`` and update ``net``.
+
+        Parameters
+        ----------
+        net : Network
+            Updated in place.
+        grads : list of (ndarray, ndarray) or None
+            Clipped sums per layer; None for an empty Poisson batch, which
+            releases noise alone.
+        rng : numpy.random.RandomState or Generator
+            The noise generator.
+
+        Returns
+        -------
+        released : list of (ndarray, ndarray)
+            The released gradient of each layer, before decay and momentum.
+        """
+        xp = net.xp
+        if grads is None:
+            grads = [
+                (xp.zeros_like(W), xp.zeros_like(b))
+                for W, b in zip(net.coefs, net.intercepts, strict=True)
+            ]
+        released = []
+        for layer, (gW, gb) in enumerate(grads):
+            W, b = net.coefs[layer], net.intercepts[layer]
+            if self.sigma > 0:
+                # Host noise, sent to the device: the same stream as NumPy.
+                noise_W = rng.normal(0.0, self.sigma * self.C, size=W.shape)
+                noise_b = rng.normal(0.0, self.sigma * self.C, size=b.shape)
+                gW = gW + _backend.asarray(noise_W, xp, self.device)
+                gb = gb + _backend.asarray(noise_b, xp, self.device)
+            gW, gb = gW / self.divisor, gb / self.divisor
+            released.append((gW, gb))
+            gW = gW + self.alpha * W
+            vW, vb = self.velocity[layer]
+            vW = self.momentum * vW + gW
+            vb = self.momentum * vb + gb
+            self.velocity[layer] = (vW, vb)
+            W -= self.lr * vW
+            b -= self.lr * vb
+        return released
+
+
+class FILAccumulator:
+    """Per-example Fisher information of the released steps (Guo et al. §6).
+
+    Each step adds, for every example of its batch, ``kappa / (sigma C)^2``
+    times the squared Jacobian norms of its clipped gradient about its
+    features (summed over the sampled coordinates, times ``d / m``) and, with
+    a private label, about its label.
+
+    Parameters
+    ----------
+    n, d : int
+        Number of examples and of features.
+    scale : float
+        ``kappa / (sigma C)^2``.
+    fil_coordinates : int or None
+        Coordinates sampled per step; None (or ``>= d``) uses all of them and
+        keeps the per-feature sums.
+    private_label : bool
+        Whether to accumulate the label's information.
+    xp, device : module, object
+        Where the accumulators live.
+    """
+
+    def __init__(self, n, d, *, scale, fil_coordinates, private_label, xp, device):
+        self.d = d
+        self.scale = scale
+        self.fil_coordinates = fil_coordinates
+        self.xp, self.device = xp, device
+        self.coords_all = _backend.asarray(np.arange(d), xp, device)
+        self.trace = _backend.zeros(n, xp, device)
+        self.label_sq = _backend.zeros(n, xp, device) if private_label else None
+        self.attr_sq = (
+            _backend.zeros((n, d), xp, device) if fil_coordinates is None else None
+        )
+
+    def _coordinates(self, rng):
+        """The step's coordinates (a draw of ``rng`` when sampling) and ``m``."""
+        if self.fil_coordinates is None or self.fil_coordinates >= self.d:
+            return self.coords_all, self.d
+        m = self.fil_coordinates
+        coords = np.sort(rng.choice(self.d, m, replace=False))
+        return _backend.asarray(coords, self.xp, self.device), m
+
+    def add(self, net, rows, batch, rng):
+        """Add one batch's information (``rows``: its :class:`_backend.Rows`)."""
+        coords, m = self._coordinates(rng)
+        d, scale = self.d, self.scale
+        if self.xp is np and len(net.coefs) == 1:
+            # NumPy logistic fast path: one numba pass adds straight into the
+            # accumulators
+            linear_fil_accumulate(
+                batch.acts[0],
+                np.ascontiguousarray(coords, dtype=np.int64),
+                net.coefs[0],
+                net.proba(batch.logits),
+                batch.deltas[0],
+                batch.norms,
+                batch.c,
+                batch.dc,
+                rows.indices,
+                scale,
+                d / m,
+                self.trace,
+                np.empty((0, 0)) if self.attr_sq is None else self.attr_sq,
+            )
+        else:
+            sq = net.jacobian_sq_norms(
+                batch.acts,
+                batch.logits,
+                batch.deltas,
+                batch.norms,
+                batch.c,
+                batch.dc,
+                coords,
+            )
+            rows.add(self.trace, scale * self.xp.sum(sq, axis=1) * (d / m))
+            if self.attr_sq is not None:
+                rows.add(self.attr_sq, scale * sq)
+        if self.label_sq is not None:
+            label = net.label_sq_norm(
+                batch.acts, batch.deltas, batch.norms, batch.c, batch.dc
+            )
+            rows.add(self.label_sq, scale * label)
+
+    def result(self, n_outputs):
+        """Host ``fil``, ``dfil``, ``mse_bound``, per-feature and label FIL.
+
+        ``n_outputs`` is the width of the one-hot label (1 when binary): a
+        private label adds ``max(1, n_outputs - 1)`` private coordinates.
+        """
+        trace = _backend.to_numpy(self.trace)
+        attr_sq = None if self.attr_sq is None else _backend.to_numpy(self.attr_sq)
+        label_sq = None if self.label_sq is None else _backend.to_numpy(self.label_sq)
+        # private coordinates: the features, and the label (one, or the
+        # K - 1 dimensions of a one-hot label's constraint plane)
+        k = self.d
+        if label_sq is not None:
+            trace = trace + label_sq
+            k += max(1, n_outputs - 1)
+        dfil = np.sqrt(trace / k)
+        with np.errstate(divide="ignore"):
+            mse_bound = 1.0 / dfil**2
+        return {
+            "fil": np.sqrt(trace),
+            "dfil": dfil,
+            "mse_bound": mse_bound,
+            "attribute_fil": None if attr_sq is None else np.sqrt(attr_sq),
+            "label_fil": None if label_sq is None else np.sqrt(label_sq),
+        }
+
+
+def replay(accountant, pending, xp):
+    """Account the steps ``pending`` on the host, in order.
+
+    Parameters
+    ----------
+    accountant : PerInstanceAccountant
+        Host accountant.
+    pending : list of (ndarray of int, array or None)
+        Each step's batch indices (host) and new clipped norms (in ``xp``;
+        None for an empty batch). All norms come back in one transfer.
+    xp : module
+        Namespace of the norms.
+    """
+    parts = [v for _, v in pending if v is not None]
+    if parts:
+        flat = _backend.to_numpy(
+            parts[0] if len(parts) == 1 else _backend.concat(parts, xp)
+        )
+    start = 0
+    for idx, values in pending:
+        if values is None:
+            accountant.step(np.empty(0), indices=idx)
+            continue
+        accountant.step(flat[start : start + idx.size], indices=idx)
+        start += idx.size
+
+
+class NormAccountant:
+    """Every example's latest clipped norm, and the per-instance accountant.
+
+    The norms (in units of ``C``, on the device) are set by a full pass and
+    updated whenever an example is sampled. The per-instance accountant runs
+    on the host: each step's ``(indices, norms)`` wait here and are replayed
+    in order once per epoch (:meth:`end_epoch`).
+
+    Parameters
+    ----------
+    accountant : PerInstanceAccountant or None
+        None when per-instance accounting is off.
+    xp : module
+        Namespace of the norms.
+    """
+
+    def __init__(self, accountant, xp):
+        self.accountant = accountant
+        self.xp = xp
+        self.norms = None
+        self.pending = []
+
+    def refresh(self, norms):
+        """Replace every norm (a full pass); the accountant gets them too."""
+        self.norms = norms
+        if self.accountant is not None:
+            self.accountant.set_norms(_backend.to_numpy(norms))
+
+    def update(self, rows, new_norms):
+        """Set the norms of the rows of a batch."""
+        rows.set(self.norms, new_norms)
+
+    def step(self, indices, new_norms):
+        """Queue one step's batch and its norms (None for an empty batch)."""
+        if self.accountant is not None:
+            self.pending.append((indices, new_norms))
+
+    def end_epoch(self):
+        """Replay the queued steps into the accountant."""
+        if self.accountant is not None:
+            replay(self.accountant, self.pending, self.xp)
+            self.pending = []
