@@ -118,6 +118,7 @@ def _seed(text):
 
 
 def _build_parser():
+    """The ``sklearn-fil`` parser: global options and one sub-parser per command."""
     parser = argparse.ArgumentParser(
         prog=PROG,
         description=(
@@ -133,6 +134,12 @@ def _build_parser():
         dest="command", title="commands", metavar="COMMAND"
     )
     commands.required = True
+    _add_report_parser(commands)
+    return parser
+
+
+def _add_report_parser(commands):
+    """Add the ``report`` command and its arguments to ``commands``."""
     report = commands.add_parser(
         "report",
         help="fit an output-perturbed model and write its privacy report",
@@ -140,7 +147,16 @@ def _build_parser():
         epilog=_EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    report.add_argument(
+    _add_data_arguments(report)
+    _add_model_arguments(report)
+    _add_privacy_arguments(report)
+    _add_output_arguments(report)
+    return report
+
+
+def _add_data_arguments(parser):
+    """Add the input arguments: a CSV file or ``--dataset``, and ``--target``."""
+    parser.add_argument(
         "csv",
         nargs="?",
         metavar="CSV",
@@ -148,7 +164,7 @@ def _build_parser():
         "column except --target is a feature and must be numeric (default: the "
         "bundled breast-cancer data, preprocessed as described above)",
     )
-    report.add_argument(
+    parser.add_argument(
         "--dataset",
         choices=tuple(_DATASETS),
         help="a real data set instead of a CSV: breast_cancer (bundled with "
@@ -158,13 +174,17 @@ def _build_parser():
         "dose, linear, VKORC1 as a one-hot attribute); the last three need the "
         "data packages of sklearn_fil.datasets",
     )
-    report.add_argument(
+    parser.add_argument(
         "--target",
         metavar="COL",
         help="name of the label column; required with a CSV (default: 'target' "
         "for the bundled data)",
     )
-    report.add_argument(
+
+
+def _add_model_arguments(parser):
+    """Add the model arguments: ``--model``, ``--sigma``, ``--lam``, the label."""
+    parser.add_argument(
         "--model",
         choices=("linear", "logistic"),
         help="linear: ridge regression (squared loss); logistic: binary logistic "
@@ -172,7 +192,7 @@ def _build_parser():
         "when the target has exactly 2 distinct values, else linear, and the "
         "choice is printed)",
     )
-    report.add_argument(
+    parser.add_argument(
         "--sigma",
         type=_positive_float,
         default=0.1,
@@ -180,7 +200,7 @@ def _build_parser():
         help="standard deviation of the Gaussian noise added to every weight; FIL "
         "scales as 1/S (default: %(default)s)",
     )
-    report.add_argument(
+    parser.add_argument(
         "--lam",
         type=_non_negative_float,
         default=0.01,
@@ -188,14 +208,18 @@ def _build_parser():
         help="L2 strength: the model minimises sum_i loss_i + (n L / 2) ||w||^2 "
         "(default: %(default)s)",
     )
-    report.add_argument(
+    parser.add_argument(
         "--no-private-label",
         dest="private_label",
         action="store_false",
         help="treat the label as public: only the features are private and the "
         "report has no fil[<target>] column (default: the label is private)",
     )
-    report.add_argument(
+
+
+def _add_privacy_arguments(parser):
+    """Add the DP arguments: ``--data-norm``, ``--delta``, ``--random-state``."""
+    parser.add_argument(
         "--data-norm",
         type=_positive_float,
         metavar="NORM",
@@ -204,14 +228,14 @@ def _build_parser():
         "epsilon is reported (default: 1.0 for the bundled data; none for a CSV, "
         "so no epsilon)",
     )
-    report.add_argument(
+    parser.add_argument(
         "--delta",
         type=_probability,
         metavar="D",
         help="delta of the reported (epsilon, delta) guarantee; needs --data-norm "
         "(default: 1/n, n the number of examples)",
     )
-    report.add_argument(
+    parser.add_argument(
         "--random-state",
         type=_seed,
         metavar="SEED",
@@ -219,27 +243,30 @@ def _build_parser():
         "seed makes the noise reproducible and therefore NOT private; the report "
         "itself does not depend on the noise",
     )
-    report.add_argument(
+
+
+def _add_output_arguments(parser):
+    """Add the output arguments: ``--top``, ``--plot``, ``--out``."""
+    parser.add_argument(
         "--top",
         type=_non_negative_int,
         default=10,
         metavar="K",
         help="number of most exposed examples to list (default: %(default)s)",
     )
-    report.add_argument(
+    parser.add_argument(
         "--plot",
         metavar="PNG",
         help="also write the histogram of the per-example FIL (by class for a "
         "logistic model) to this image file; needs matplotlib",
     )
-    report.add_argument(
+    parser.add_argument(
         "--out",
         default="report.csv",
         metavar="PATH",
         help="where to write the privacy report, a CSV file with one row per "
         "example; it is sensitive, keep it private (default: %(default)s)",
     )
-    return parser
 
 
 # --------------------------------------------------------------------------------------
@@ -268,6 +295,7 @@ def _load_bundled():
 
 
 def _bundled_dataset(sym):
+    """The ``breast_cancer`` choice of ``--dataset``, the default input."""
     X, y = _load_bundled()
     data = {
         "name": "breast cancer (bundled with scikit-learn; standardised, rows "
@@ -503,12 +531,26 @@ def _guarantee(estimator, model, data_norm):
 
 
 def _summary(estimator, data, model, args, data_norm, sym):
+    """Lines of the printed summary, from the data set to the DP guarantee."""
     report = estimator.privacy_report_
-    n, d = report.shape[0], estimator.n_features_in_
     lines = [f"{PROG} report: Fisher information loss (FIL) of a released model", ""]
-
-    label = "private" if args.private_label else "public"
+    lines += _setup_lines(estimator, data, model, args, data_norm, sym)
+    lines += _quantile_lines(report, sym)
+    lines += _top_example_lines(report, min(args.top, report.shape[0]))
+    lines += _attribute_lines(estimator.attribute_fil_)
     lines += [
+        "",
+        f"Dataset FIL (all examples together): {_num(estimator.dataset_fil_)}",
+    ]
+    lines += _guarantee_lines(estimator, data, model, args, data_norm, sym)
+    return lines
+
+
+def _setup_lines(estimator, data, model, args, data_norm, sym):
+    """Lines describing the data set and the fitted model."""
+    n, d = estimator.privacy_report_.shape[0], estimator.n_features_in_
+    label = "private" if args.private_label else "public"
+    lines = [
         f"Data:   {data['name']}",
         f"        {n} examples, {d} features, target {data['target']!r} ({label})",
     ]
@@ -529,8 +571,12 @@ def _summary(estimator, data, model, args, data_norm, sym):
         )
     if data.get("model_note"):
         lines.append(f"        ({data['model_note']})")
+    return lines
 
-    lines += [
+
+def _quantile_lines(report, sym):
+    """Lines of the table of quantiles of the per-example FIL."""
+    lines = [
         "",
         f"Per-example FIL: fil = {sym['eta']} (most exposed direction), "
         f"dfil = {sym['etabar']} (RMS over coordinates)",
@@ -539,61 +585,65 @@ def _summary(estimator, data, model, args, data_norm, sym):
     for column in ("fil", "dfil"):
         values = report[column].to_numpy()
         rows.append([column, *(_num(np.quantile(values, q)) for _, q in _QUANTILES)])
-    lines += _table(["", *(name for name, _ in _QUANTILES)], rows, "lrrrrrr")
+    return lines + _table(["", *(name for name, _ in _QUANTILES)], rows, "lrrrrrr")
 
+
+def _top_example_lines(report, k):
+    """Lines of the table of the ``k`` most exposed examples (none when k is 0)."""
+    if k <= 0:
+        return []
+    n = report.shape[0]
+    lines = [
+        "",
+        f"Most exposed examples (top {k} of {n} by fil; mse_bound = 1/dfil^2 "
+        "is the least",
+        "per-coordinate MSE of any unbiased reconstruction of the example)",
+    ]
     attribute_columns = [c for c in report.columns if c.startswith("fil[")]
-    k = min(args.top, n)
-    if k > 0:
-        lines += [
-            "",
-            f"Most exposed examples (top {k} of {n} by fil; mse_bound = 1/dfil^2 "
-            "is the least",
-            "per-coordinate MSE of any unbiased reconstruction of the example)",
+    top = report.nlargest(k, "fil")
+    top_attribute = top[attribute_columns].idxmax(axis=1).to_list()
+    rows = [
+        [
+            str(index),
+            _num(row["fil"]),
+            _num(row["dfil"]),
+            _num(row["mse_bound"]),
+            f"{column[4:-1]} ({_num(row[column])})",
         ]
-        top = report.nlargest(k, "fil")
-        top_attribute = top[attribute_columns].idxmax(axis=1).to_list()
-        rows = [
-            [
-                str(index),
-                _num(row["fil"]),
-                _num(row["dfil"]),
-                _num(row["mse_bound"]),
-                f"{column[4:-1]} ({_num(row[column])})",
-            ]
-            for index, row, column in zip(
-                top.index, top.to_dict("records"), top_attribute, strict=True
-            )
-        ]
-        header = [report.index.name or "sample", "fil", "dfil", "mse_bound"]
-        lines += _table([*header, "top attribute (its fil)"], rows, "rrrrl")
+        for index, row, column in zip(
+            top.index, top.to_dict("records"), top_attribute, strict=True
+        )
+    ]
+    header = [report.index.name or "sample", "fil", "dfil", "mse_bound"]
+    return lines + _table([*header, "top attribute (its fil)"], rows, "rrrrl")
 
-    attribute_fil = estimator.attribute_fil_.sort_values(ascending=False)
+
+def _attribute_lines(attribute_fil):
+    """Lines of the table of the attributes with the largest FIL."""
+    attribute_fil = attribute_fil.sort_values(ascending=False)
     shown = attribute_fil.head(_N_TOP_ATTRIBUTES)
-    lines += [
+    lines = [
         "",
         f"Attributes by FIL over all examples (top {len(shown)} of "
         f"{len(attribute_fil)})",
     ]
     rows = [[str(name), _num(value)] for name, value in shown.items()]
-    lines += _table(["attribute", "fil"], rows, "lr")
+    return lines + _table(["attribute", "fil"], rows, "lr")
 
-    lines += [
-        "",
-        f"Dataset FIL (all examples together): {_num(estimator.dataset_fil_)}",
-    ]
+
+def _guarantee_lines(estimator, data, model, args, data_norm, sym):
+    """Lines stating the (epsilon, delta) guarantee, or why there is none."""
     epsilon, delta, reason = _guarantee(estimator, model, data_norm)
     if epsilon is None:
-        lines.append(f"{sym['eps']}: not defined (no DP guarantee: {reason})")
-    else:
-        default = " (the default, below 1/n)" if args.delta is None else ""
-        lines += [
-            f"{sym['eps']} = {_num(epsilon)} at {sym['delta']} = {delta:.4g}{default}: "
-            f"the released weights are ({sym['eps']}, {sym['delta']})-DP",
-            f"  for {data['dp_scope']},",
-            "  under replace-one neighbours (data sets of the same, public size",
-            "  that differ in one example)",
-        ]
-    return lines
+        return [f"{sym['eps']}: not defined (no DP guarantee: {reason})"]
+    default = " (the default, below 1/n)" if args.delta is None else ""
+    return [
+        f"{sym['eps']} = {_num(epsilon)} at {sym['delta']} = {delta:.4g}{default}: "
+        f"the released weights are ({sym['eps']}, {sym['delta']})-DP",
+        f"  for {data['dp_scope']},",
+        "  under replace-one neighbours (data sets of the same, public size",
+        "  that differ in one example)",
+    ]
 
 
 # --------------------------------------------------------------------------------------
@@ -601,7 +651,27 @@ def _summary(estimator, data, model, args, data_norm, sym):
 
 
 def _report(args, stdout):
+    """Run ``sklearn-fil report``: load, fit, write the outputs, print a summary."""
     sym = _symbols(stdout)
+    out = _check_outputs(args)
+    X, y, data, onehot_groups = _load_data(args, sym)
+    model, data["model_note"] = _choose_model(
+        args.model or data.get("model"), y, args.csv is not None
+    )
+    data_norm = _resolve_data_norm(args, model, data)
+    estimator = _build_estimator(args, model, data_norm, onehot_groups)
+    _fit(estimator, X, y, model)
+    _write_report(estimator.privacy_report_, out)
+    if args.plot is not None:
+        _plot_histogram(estimator, y if model == "logistic" else None, args.plot)
+    lines = _summary(estimator, data, model, args, data_norm, sym)
+    lines += _written_lines(estimator.privacy_report_, out, args.plot)
+    print("\n".join(lines), file=stdout)
+    return 0
+
+
+def _check_outputs(args):
+    """The report's path, after checking before the fit that outputs can be written."""
     out = Path(args.out)
     if not out.parent.is_dir():
         raise _InputError(
@@ -609,7 +679,11 @@ def _report(args, stdout):
         )
     if args.plot is not None:
         _check_plot_target(Path(args.plot))
-    onehot_groups = None
+    return out
+
+
+def _load_data(args, sym):
+    """Features, target, data description and one-hot groups of the chosen input."""
     if args.csv is not None and args.dataset is not None:
         raise _InputError("give either a CSV file or --dataset, not both")
     if args.csv is None:
@@ -620,18 +694,19 @@ def _report(args, stdout):
                 f"--target {args.target!r} needs a CSV file; the {name} data's "
                 f"target is {data['target']!r}"
             )
-    else:
-        frame = _read_csv(args.csv)
-        X, y = _split_csv(frame, args.csv, args.target)
-        data = {
-            "name": str(args.csv),
-            "target": args.target,
-            "dp_scope": f"the rows of {args.csv}",
-        }
-    model, data["model_note"] = _choose_model(
-        args.model or data.get("model"), y, args.csv is not None
-    )
+        return X, y, data, onehot_groups
+    frame = _read_csv(args.csv)
+    X, y = _split_csv(frame, args.csv, args.target)
+    data = {
+        "name": str(args.csv),
+        "target": args.target,
+        "dp_scope": f"the rows of {args.csv}",
+    }
+    return X, y, data, None
 
+
+def _resolve_data_norm(args, model, data):
+    """The row-norm bound to clip to (None for none), checked against the model."""
     data_norm = args.data_norm
     if model == "linear" and data_norm is not None:
         raise _InputError(
@@ -645,9 +720,13 @@ def _report(args, stdout):
             "--delta sets the delta of the epsilon guarantee, which needs "
             "--model logistic with --data-norm"
         )
+    return data_norm
 
+
+def _build_estimator(args, model, data_norm, onehot_groups):
+    """The unfitted output-perturbed estimator of ``model``."""
     if model == "logistic":
-        estimator = OutputPerturbedLogisticRegression(
+        return OutputPerturbedLogisticRegression(
             sigma=args.sigma,
             lam=args.lam,
             fit_intercept=True,
@@ -659,40 +738,43 @@ def _report(args, stdout):
             onehot_groups=onehot_groups,
             random_state=args.random_state,
         )
-    else:
-        estimator = OutputPerturbedLinearRegression(
-            sigma=args.sigma,
-            lam=args.lam,
-            fit_intercept=True,
-            private_label=args.private_label,
-            onehot_groups=onehot_groups,
-            random_state=args.random_state,
-        )
+    return OutputPerturbedLinearRegression(
+        sigma=args.sigma,
+        lam=args.lam,
+        fit_intercept=True,
+        private_label=args.private_label,
+        onehot_groups=onehot_groups,
+        random_state=args.random_state,
+    )
+
+
+def _fit(estimator, X, y, model):
+    """Fit ``estimator``, turning a failed fit into an input error."""
     try:
         estimator.fit(X, y)
     except ValueError as exc:
         raise _InputError(f"fitting the {model} model failed: {exc}") from None
 
-    report = estimator.privacy_report_
+
+def _write_report(report, out):
+    """Write the privacy report to the CSV file ``out``."""
     try:
         report.rename_axis(report.index.name or "sample").to_csv(out)
     except OSError as exc:
         raise _InputError(f"cannot write {out}: {exc.strerror or exc}") from None
 
-    if args.plot is not None:
-        _plot_histogram(estimator, y if model == "logistic" else None, args.plot)
-    lines = _summary(estimator, data, model, args, data_norm, sym)
+
+def _written_lines(report, out, plot):
+    """Closing lines: the files written, and the warning that the report is private."""
     n_attributes = len(report.columns) - 3
-    lines += [
+    return [
         "",
         f"Wrote the privacy report ({report.shape[0]} rows; fil, dfil, mse_bound and "
         f"{n_attributes} fil[<attribute>] columns) to {out}",
-        *([f"Wrote the FIL histogram to {args.plot}"] if args.plot else []),
+        *([f"Wrote the FIL histogram to {plot}"] if plot else []),
         f"Keep {out} private: it is computed from every example's data, so it is "
         "itself sensitive.",
     ]
-    print("\n".join(lines), file=stdout)
-    return 0
 
 
 def main(argv=None):

@@ -127,6 +127,7 @@ pharmacogenetic data. New England Journal of Medicine 360(8), 753-764.
 
 
 def _read_raw():
+    """The 6,256 x 68 PharmGKB sheet, read from the checked data file."""
     content = _read_data_file(_IWPC_FILE)
     frame = _restricted_loads(io.BytesIO(content), allowed=_FRAME_GLOBALS)
     if not isinstance(frame, pd.DataFrame) or frame.shape != (6256, 68):
@@ -135,12 +136,94 @@ def _read_raw():
 
 
 def _kept_rows(raw, impute):
+    """The rows of ``raw`` kept by the loader (see Notes), re-indexed from 0."""
     keep = raw[_DOSE].notna() & raw[_CYP2C9].notna() & raw[_VKORC1].notna()
     keep &= raw[_CYP2C9].isin(_COMMON_CYP2C9)
     keep &= raw[_DOSE] < _MAX_DOSE
     if not impute:
         keep &= raw[[_AGE, _HEIGHT, _WEIGHT]].notna().all(axis=1)
     return raw[keep].reset_index(drop=True)
+
+
+def _raw_output(sheet, return_X_y):
+    """The PharmGKB sheet as read, as ``(data, target)`` or a Bunch."""
+    X, y = sheet.drop(columns=_DOSE), sheet[_DOSE]
+    if return_X_y:
+        return X, y
+    return Bunch(
+        data=X,
+        target=y,
+        frame=sheet,
+        feature_names=list(X.columns),
+        target_names=np.array([_DOSE]),
+        DESCR=_DESCR,
+    )
+
+
+def _numeric_features(rows):
+    """Standardised age decade, height and weight, imputed, with their statistics."""
+    numeric = pd.DataFrame(
+        {
+            "age": rows[_AGE].map(_AGE_DECADE).astype(np.float64),
+            "height": rows[_HEIGHT].astype(np.float64),
+            "weight": rows[_WEIGHT].astype(np.float64),
+        }
+    )
+    imputed = numeric.isna().any(axis=1).to_numpy()
+    mean = numeric.mean(axis=0).to_numpy()  # recorded values only
+    std = numeric.std(axis=0, ddof=0).to_numpy()
+    numeric = ((numeric - mean) / std).fillna(0.0)
+    return numeric, imputed, mean, std
+
+
+def _medication_features(rows):
+    """Amiodarone and enzyme-inducer use as 0/1 columns (unrecorded counts as 0)."""
+    return pd.DataFrame(
+        {
+            "amiodarone": (rows[_AMIODARONE] == 1).astype(np.float64),
+            "enzyme_inducer": (rows[_INDUCERS] == 1).any(axis=1).astype(np.float64),
+        }
+    )
+
+
+def _nominal_feature(rows, feature, keep_all_levels):
+    """One-hot columns of a nominal feature, its last level dropped unless kept."""
+    source = {"race": _RACE, "cyp2c9": _CYP2C9, "vkorc1": _VKORC1}[feature]
+    if feature == "cyp2c9":
+        levels = list(_COMMON_CYP2C9)
+    else:
+        levels = sorted(rows[source].unique())
+    drop = feature not in keep_all_levels
+    return _onehot(rows[source], feature, levels, drop)
+
+
+def _encode_features(rows, numeric, keep_all_levels):
+    """The feature matrix, in Yeom et al.'s column order."""
+    return pd.concat(
+        [
+            _nominal_feature(rows, "race", keep_all_levels),
+            numeric,
+            _medication_features(rows),
+            _nominal_feature(rows, "cyp2c9", keep_all_levels),
+            _nominal_feature(rows, "vkorc1", keep_all_levels),
+        ],
+        axis=1,
+    )
+
+
+def _dose_target(rows, standardize_target):
+    """The weekly dose, standardised or not, with its mean and scale."""
+    dose = rows[_DOSE].astype(np.float64)
+    target_mean, target_scale = 0.0, 1.0
+    if standardize_target:
+        target_mean, target_scale = float(dose.mean()), float(dose.std(ddof=0))
+    return (dose - target_mean) / target_scale, target_mean, target_scale
+
+
+def _columns_of(feature_names, feature):
+    """Indices of the one-hot columns of ``feature``."""
+    prefix = f"{feature}="
+    return [j for j, c in enumerate(feature_names) if c.startswith(prefix)]
 
 
 def load_iwpc(
@@ -319,70 +402,19 @@ def load_iwpc(
 
     sheet = _read_raw()
     if raw:
-        X, y = sheet.drop(columns=_DOSE), sheet[_DOSE]
-        if return_X_y:
-            return X, y
-        return Bunch(
-            data=X,
-            target=y,
-            frame=sheet,
-            feature_names=list(X.columns),
-            target_names=np.array([_DOSE]),
-            DESCR=_DESCR,
-        )
-
+        return _raw_output(sheet, return_X_y)
     rows = _kept_rows(sheet, impute)
-    numeric = pd.DataFrame(
-        {
-            "age": rows[_AGE].map(_AGE_DECADE).astype(np.float64),
-            "height": rows[_HEIGHT].astype(np.float64),
-            "weight": rows[_WEIGHT].astype(np.float64),
-        }
-    )
-    imputed = numeric.isna().any(axis=1).to_numpy()
-    mean = numeric.mean(axis=0).to_numpy()  # recorded values only
-    std = numeric.std(axis=0, ddof=0).to_numpy()
-    numeric = ((numeric - mean) / std).fillna(0.0)
-
-    levels = {
-        "race": sorted(rows[_RACE].unique()),
-        "cyp2c9": list(_COMMON_CYP2C9),
-        "vkorc1": sorted(rows[_VKORC1].unique()),
-    }
-    source = {"race": _RACE, "cyp2c9": _CYP2C9, "vkorc1": _VKORC1}
-
-    def onehot(feature):
-        drop = feature not in keep_all_levels
-        return _onehot(rows[source[feature]], feature, levels[feature], drop)
-
-    medication = pd.DataFrame(
-        {
-            "amiodarone": (rows[_AMIODARONE] == 1).astype(np.float64),
-            "enzyme_inducer": (rows[_INDUCERS] == 1).any(axis=1).astype(np.float64),
-        }
-    )
-    X = pd.concat(
-        [onehot("race"), numeric, medication, onehot("cyp2c9"), onehot("vkorc1")],
-        axis=1,
-    )
-    dose = rows[_DOSE].astype(np.float64)
-    target_mean, target_scale = 0.0, 1.0
-    if standardize_target:
-        target_mean, target_scale = float(dose.mean()), float(dose.std(ddof=0))
-    y = (dose - target_mean) / target_scale
+    numeric, imputed, mean, std = _numeric_features(rows)
+    X = _encode_features(rows, numeric, keep_all_levels)
+    y, target_mean, target_scale = _dose_target(rows, standardize_target)
     feature_names = list(X.columns)
-
-    def columns_of(feature):
-        prefix = f"{feature}="
-        return [j for j, c in enumerate(feature_names) if c.startswith(prefix)]
-
     return _finish(
         dict(
             feature_names=feature_names,
             target_names=np.array(["dose"]),
-            onehot_groups={f: columns_of(f) for f in keep_all_levels},
+            onehot_groups={f: _columns_of(feature_names, f) for f in keep_all_levels},
             sensitive_attribute="vkorc1",
-            sensitive_columns=columns_of("vkorc1"),
+            sensitive_columns=_columns_of(feature_names, "vkorc1"),
             numeric_features=list(_NUMERIC),
             scaler_mean=mean,
             scaler_scale=std,
