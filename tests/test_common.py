@@ -2,7 +2,10 @@
 # SPDX-License-Identifier: BSD-3-Clause
 """scikit-learn's estimator checks and our own over every public estimator."""
 
+import numpy as np
+import pandas as pd
 import pytest
+from sklearn.datasets import make_classification
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from sklearn_fil import (
@@ -12,9 +15,20 @@ from sklearn_fil import (
     OutputPerturbedLinearRegression,
     OutputPerturbedLogisticRegression,
 )
-from sklearn_fil.utils.estimator_checks import private_estimator_checks
+from sklearn_fil.attacks import (
+    BlackBoxAttributeInversion,
+    GLMReconstructionAttack,
+    LossThresholdMembershipInference,
+    WhiteBoxAttributeInversion,
+)
+from sklearn_fil.utils.estimator_checks import (
+    attack_checks,
+    expected_failed_checks,
+    private_estimator_checks,
+)
 
 ESTIMATORS = [
+    OutputPerturbedLinearRegression(),  # the defaults, lam=0 included
     OutputPerturbedLinearRegression(sigma=0.1, lam=1e-3),
     OutputPerturbedLogisticRegression(sigma=0.1, lam=1e-2),
     IRFILRegressor(sigma=0.1, lam=1e-3, n_iter=3, tol=0.0),
@@ -23,7 +37,7 @@ ESTIMATORS = [
 ]
 
 
-@parametrize_with_checks(ESTIMATORS)
+@parametrize_with_checks(ESTIMATORS, expected_failed_checks=expected_failed_checks)
 def test_sklearn_compatible_estimator(estimator, check):
     check(estimator)
 
@@ -35,3 +49,52 @@ def test_sklearn_compatible_estimator(estimator, check):
 )
 def test_private_estimator_contract(estimator, check):
     check(estimator)
+
+
+def _attack_cases():
+    """``(attack, fit_args)`` for every attack, on fitted private models."""
+    X, y = make_classification(
+        n_samples=40, n_features=4, n_informative=3, n_redundant=0, random_state=0
+    )
+    X = pd.DataFrame(X, columns=["a", "b", "c", "d"])
+    X["d"] = (X["d"] > 0).astype(float)  # a binary attribute to invert
+    y_reg = X.to_numpy() @ [1.0, -2.0, 0.5, 1.0]
+    member = np.r_[np.ones(20, int), np.zeros(20, int)]
+    clf = OutputPerturbedLogisticRegression(
+        sigma=0.1, lam=0.1, data_norm=4.0, penalize_intercept=True, random_state=0
+    ).fit(X, y)
+    reg = OutputPerturbedLinearRegression(sigma=0.1, lam=0.1, random_state=0).fit(
+        X, y_reg
+    )
+    irfil = IRFILRegressor(sigma=0.1, n_iter=2, tol=0, random_state=0).fit(X, y_reg)
+    weights = irfil.privacy_report_["weight"].to_numpy()
+    return [
+        (WhiteBoxAttributeInversion(clf, attribute="d"), (X, y)),
+        (WhiteBoxAttributeInversion(reg, attribute="d"), (X, y_reg)),
+        (WhiteBoxAttributeInversion(irfil, attribute="d"), (X, y_reg, weights)),
+        (BlackBoxAttributeInversion(clf, attribute="d"), (X, y)),
+        (GLMReconstructionAttack(clf), (X, y)),
+        (GLMReconstructionAttack(reg), (X, y_reg)),
+        (LossThresholdMembershipInference(clf, random_state=0), (X, y, member)),
+    ]
+
+
+def _attack_id(x):
+    if callable(x):
+        return x.__name__
+    if isinstance(x, tuple):
+        return f"{len(x)}args"
+    return f"{type(x).__name__}({type(x.model).__name__})"
+
+
+@pytest.mark.parametrize(
+    "attack, fit_args, check",
+    [
+        (attack, fit_args, check)
+        for case, fit_args in _attack_cases()
+        for attack, check in attack_checks(case, *fit_args)
+    ],
+    ids=_attack_id,
+)
+def test_attack_contract(attack, fit_args, check):
+    check(attack, *fit_args)

@@ -2,8 +2,9 @@
 
 An attack reads the target model only through its public, publishable state:
 the released ``coef_`` and ``intercept_``, ``classes_``, the feature names and
-the constructor parameters (the training recipe, which the white-box threat
-model hands to the adversary), and whether training weighted the examples.
+the constructor parameters of its fit (the training recipe, which the
+white-box threat model hands to the adversary; a ``set_params`` after the fit
+does not change it), and whether training weighted the examples.
 :func:`target_glm` extracts that state from a fitted or :meth:`released
 <sklearn_fil.OutputPerturbedLinearRegression.release>` estimator and refuses
 every other model with a :class:`TypeError`. The example weights themselves
@@ -30,6 +31,7 @@ from sklearn_fil.linear_model import (
 )
 from sklearn_fil.utils._clipping import clip_rows
 from sklearn_fil.utils._onehot import onehot_columns
+from sklearn_fil.utils._release import fitted_params
 from sklearn_fil.utils._sklearn_compat import _check_sample_weight
 
 _OUTPUT_PERTURBED = (OutputPerturbedLinearRegression, OutputPerturbedLogisticRegression)
@@ -179,13 +181,15 @@ def target_glm(model, attack, *, informed=False):
             "the weighted training objective, which it cannot do without them)."
         )
     logistic = isinstance(model, OutputPerturbedLogisticRegression | IRFILClassifier)
+    # the recipe of the fit, not parameters set on the model since
+    params = fitted_params(model)
     return GLMRecipe(
         loss="logistic" if logistic else "squared",
-        lam=float(model.lam),
-        fit_intercept=bool(model.fit_intercept),
-        penalize_intercept=bool(model.penalize_intercept),
-        # IRFILClassifier never clips (it has no data_norm)
-        data_norm=getattr(model, "data_norm", None) if logistic else None,
+        lam=float(params["lam"]),
+        fit_intercept=bool(params["fit_intercept"]),
+        penalize_intercept=bool(params["penalize_intercept"]),
+        # only OutputPerturbedLogisticRegression clips
+        data_norm=params.get("data_norm"),
         classes=np.asarray(model.classes_) if logistic else None,
         coef=np.asarray(model.coef_, dtype=np.float64).copy(),
         intercept=float(model.intercept_),
@@ -193,7 +197,7 @@ def target_glm(model, attack, *, informed=False):
         clip_exempt=tuple(
             j
             for cols in onehot_columns(
-                model.onehot_groups,
+                params["onehot_groups"],
                 getattr(model, "feature_names_in_", None),
                 model.n_features_in_,
             ).values()
@@ -257,7 +261,7 @@ def resolve_attribute(attribute, model, n_features):
         When the attribute is not a feature of the data.
     """
     names = list(getattr(model, "feature_names_in_", []))
-    groups = getattr(model, "onehot_groups", None) or {}
+    groups = fitted_params(model).get("onehot_groups") or {}
 
     def column(key):
         if isinstance(key, Integral | np.integer) and not isinstance(key, bool):

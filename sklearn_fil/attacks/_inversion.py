@@ -36,6 +36,7 @@ from sklearn_fil.attacks._base import (
     resolve_attribute,
     target_glm,
 )
+from sklearn_fil.utils._fitted import fit_or_clear
 from sklearn_fil.utils._sklearn_compat import Interval, StrOptions
 
 # Above this many distinct values an attribute needs an explicit candidate grid.
@@ -88,6 +89,10 @@ def _query(model, X, columns, method):
     return getattr(model, method)(X)
 
 
+# Fitted state that does not end in "_", cleared with the rest at each fit.
+_PRIVATE = ("_recipe", "_X", "_Xt", "_y", "_omega", "_n_targets", "_columns")
+
+
 class _AttributeInversion(TransformerMixin, BaseEstimator):
     """Shared validation, reconstruction and scoring of attribute inversion."""
 
@@ -101,7 +106,7 @@ class _AttributeInversion(TransformerMixin, BaseEstimator):
         """Checked ``X``, ``y`` and the fitted attributes they determine.
 
         Nothing is set on ``self``: each ``fit`` sets every attribute once all
-        its checks have passed, so a failed fit changes nothing.
+        its checks have passed (and a failed fit clears the previous ones).
         """
         self._validate_params()
         names = X.columns if isinstance(X, pd.DataFrame) else None
@@ -354,6 +359,9 @@ class WhiteBoxAttributeInversion(_AttributeInversion):
             ``sample_weight`` is None, or the weights are not one number per
             row with a positive sum.
         """
+        return fit_or_clear(self, self._fit, X, y, sample_weight, private=_PRIVATE)
+
+    def _fit(self, X, y, sample_weight):
         recipe = target_glm(
             self.model, type(self).__name__, informed=sample_weight is not None
         )
@@ -625,6 +633,9 @@ class BlackBoxAttributeInversion(_AttributeInversion):
         self : object
             The fitted attack.
         """
+        return fit_or_clear(self, self._fit, X, y, private=_PRIVATE)
+
+    def _fit(self, X, y):
         model = self.model
         check_is_fitted(model)
         classifier = is_classifier(model)

@@ -20,6 +20,7 @@ from sklearn.base import BaseEstimator
 from sklearn.model_selection import train_test_split
 from sklearn.utils.validation import check_consistent_length, check_is_fitted
 
+from sklearn_fil.utils._fitted import fit_or_clear
 from sklearn_fil.utils._per_example_loss import loss_kind, per_example_loss
 from sklearn_fil.utils._sklearn_compat import Interval, StrOptions, _fit_context
 
@@ -284,7 +285,6 @@ class LossThresholdMembershipInference(BaseEstimator):
         self.delta = delta
         self.random_state = random_state
 
-    @_fit_context(prefer_skip_nested_validation=False)
     def fit(self, X, y, membership, groups=None):
         """Choose the threshold on one half of the rows and evaluate on the other.
 
@@ -317,6 +317,10 @@ class LossThresholdMembershipInference(BaseEstimator):
         sklearn.exceptions.NotFittedError
             When ``model`` is not fitted.
         """
+        return fit_or_clear(self, self._fit, X, y, membership, groups)
+
+    @_fit_context(prefer_skip_nested_validation=False)
+    def _fit(self, X, y, membership, groups):
         check_consistent_length(X, y, membership, groups)
         member = _membership_array(membership)
         counts = np.bincount(member, minlength=2)

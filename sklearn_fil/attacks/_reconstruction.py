@@ -24,6 +24,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from sklearn_fil._report import attribute_label
 from sklearn_fil.attacks._base import adversary_weights, target_glm
+from sklearn_fil.utils._fitted import fit_or_clear
 from sklearn_fil.utils._sklearn_compat import _fit_context
 
 # Margin u* = 1 + W(1/e) (W: Lambert's function) at which u * expit(-u) peaks
@@ -260,7 +261,6 @@ class GLMReconstructionAttack(OneToOneFeatureMixin, TransformerMixin, BaseEstima
     def __init__(self, model):
         self.model = model
 
-    @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y, sample_weight=None):
         """Learn the adversary's knowledge and reconstruct every example.
 
@@ -298,6 +298,12 @@ class GLMReconstructionAttack(OneToOneFeatureMixin, TransformerMixin, BaseEstima
             weights and ``sample_weight`` is None, or the weights are not one
             number per row with a positive sum.
         """
+        return fit_or_clear(
+            self, self._fit, X, y, sample_weight, private=("_recipe", "_reconstruction")
+        )
+
+    @_fit_context(prefer_skip_nested_validation=True)
+    def _fit(self, X, y, sample_weight):
         recipe = target_glm(
             self.model, type(self).__name__, informed=sample_weight is not None
         )

@@ -17,6 +17,17 @@ def record_fitted_params(estimator):
     setattr(estimator, FITTED_PARAMS, copy.deepcopy(estimator.get_params(deep=False)))
 
 
+def fitted_params(estimator):
+    """The constructor parameters of ``estimator``'s fit.
+
+    Those recorded by :func:`record_fitted_params` (unchanged by a later
+    ``set_params``); ``get_params(deep=False)`` for an estimator that records
+    none, which is every estimator outside sklearn-fil.
+    """
+    recorded = getattr(estimator, FITTED_PARAMS, None)
+    return dict(estimator.get_params(deep=False) if recorded is None else recorded)
+
+
 def released_copy(estimator, public, metadata=()):
     """A new estimator with the fitted parameters and only public state.
 

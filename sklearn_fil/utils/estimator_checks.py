@@ -6,23 +6,41 @@ it: the schema of ``privacy_report_``, a ``release()`` that publishes only
 public state and the parameters of the fit, a failed fit that leaves nothing
 behind, and noise that a seed reproduces and ``random_state=None`` does not.
 Third-party estimators that follow the same contract can run them too.
+
+The attack checks hold every attack to one contract: the target model is
+the first constructor parameter, fitted or released; the attack learns in
+``fit`` from the model's public state and the recipe of its fit (not
+parameters set on it later), leaves the model as it was, refuses an
+unfitted model, and a failed ``fit`` leaves no fitted state.
 """
 
 # Authors: The sklearn-fil developers
 # SPDX-License-Identifier: BSD-3-Clause
 
+import copy
+from numbers import Real
+
+import joblib
 import numpy as np
 import pandas as pd
 from sklearn.base import clone
 from sklearn.datasets import make_classification
+from sklearn.exceptions import NotFittedError
 
 from sklearn_fil.utils._weights import flatten_weights
 
 __all__ = [
+    "attack_checks",
+    "check_attack_failed_fit_leaves_no_state",
+    "check_attack_leaves_model_unchanged",
+    "check_attack_on_released_model",
+    "check_attack_refuses_unfitted_model",
+    "check_attack_uses_fitted_recipe",
     "check_failed_fit_leaves_no_state",
     "check_noise_seeded_and_fresh",
     "check_privacy_report_schema",
     "check_release_is_publishable",
+    "expected_failed_checks",
     "private_estimator_checks",
 ]
 
@@ -188,6 +206,52 @@ def check_noise_seeded_and_fresh(estimator):
     assert np.all(c != d), "random_state=None drew the same noise twice"
 
 
+def expected_failed_checks(estimator):
+    """scikit-learn checks that ``estimator`` refuses by design, with the reason.
+
+    For ``expected_failed_checks`` of scikit-learn's
+    :func:`~sklearn.utils.estimator_checks.check_estimator` and
+    :func:`~sklearn.utils.estimator_checks.parametrize_with_checks`.
+
+    Parameters
+    ----------
+    estimator : estimator instance
+        An estimator of sklearn-fil.
+
+    Returns
+    -------
+    expected : dict of str to str
+        The name of each refused check and why.
+
+    Examples
+    --------
+    >>> from sklearn.utils.estimator_checks import check_estimator
+    >>> from sklearn_fil import OutputPerturbedLinearRegression
+    >>> from sklearn_fil.utils.estimator_checks import expected_failed_checks
+    >>> est = OutputPerturbedLinearRegression()
+    >>> sorted(expected_failed_checks(est))
+    ['check_array_api_input', 'check_sample_weight_equivalence_on_dense_data']
+    >>> _ = check_estimator(est, expected_failed_checks=expected_failed_checks(est))
+    """
+    if estimator.get_params().get("lam") != 0:
+        return {}
+    singular = (
+        "with lam=0 the Hessian is singular, so the minimiser and its FIL are "
+        "not determined and fit raises instead of returning one of many "
+        "minimisers"
+    )
+    return {
+        "check_sample_weight_equivalence_on_dense_data": (
+            f"it fits 15 examples of 30 features: {singular}"
+        ),
+        # run only when SCIPY_ARRAY_API=1
+        "check_array_api_input": (
+            "its data (make_classification) has redundant features, exact "
+            f"linear combinations of others: {singular}"
+        ),
+    }
+
+
 def private_estimator_checks(estimator):
     """Yield ``(estimator, check)`` pairs of every check of this module.
 
@@ -220,3 +284,195 @@ def private_estimator_checks(estimator):
         check_noise_seeded_and_fresh,
     ):
         yield clone(estimator), check
+
+
+def _fitted_state(attack):
+    """Every attribute ``fit`` set, the target model's reference excepted."""
+    params = attack.get_params(deep=False)
+    return {k: v for k, v in vars(attack).items() if k not in params and k != "model_"}
+
+
+def _assert_same_fit(a, b, message):
+    state_a, state_b = _fitted_state(a), _fitted_state(b)
+    assert sorted(state_a) == sorted(state_b), (message, sorted(state_a))
+    for name in state_a:
+        assert joblib.hash(state_a[name]) == joblib.hash(state_b[name]), (
+            f"{message}: {name} differs"
+        )
+
+
+def _with_model(attack, model):
+    return clone(attack).set_params(model=model)
+
+
+def check_attack_on_released_model(attack, *fit_args):
+    """The attack learns the same from the model and from its ``release()``.
+
+    Parameters
+    ----------
+    attack : estimator instance
+        An unfitted attack whose ``model`` is a fitted private estimator.
+    *fit_args
+        The arguments of the attack's ``fit``.
+
+    Raises
+    ------
+    AssertionError
+        When the attack breaks the contract.
+    """
+    on_model = _with_model(attack, attack.model).fit(*fit_args)
+    on_release = _with_model(attack, attack.model.release()).fit(*fit_args)
+    _assert_same_fit(on_model, on_release, "the fitted and the released model")
+
+
+def check_attack_uses_fitted_recipe(attack, *fit_args):
+    """Parameters set on the model after its fit do not reach the attack.
+
+    Every real parameter of the model is tripled and every boolean flipped on
+    a copy (without refitting it): the attack must read the recipe of the
+    fit, which the released weights came from.
+
+    Parameters
+    ----------
+    attack : estimator instance
+        An unfitted attack whose ``model`` is a fitted private estimator.
+    *fit_args
+        The arguments of the attack's ``fit``.
+
+    Raises
+    ------
+    AssertionError
+        When the attack breaks the contract.
+    """
+    model = copy.deepcopy(attack.model)
+    changed = {}
+    for name, value in model.get_params(deep=False).items():
+        if isinstance(value, bool):
+            changed[name] = not value
+        elif isinstance(value, Real) and name != "random_state":
+            changed[name] = 3.0 * value + 1.0
+    model.set_params(**changed)
+    reference = _with_model(attack, attack.model).fit(*fit_args)
+    after = _with_model(attack, model).fit(*fit_args)
+    _assert_same_fit(reference, after, f"set_params({sorted(changed)}) after fit")
+
+
+def check_attack_leaves_model_unchanged(attack, *fit_args):
+    """Fitting the attack does not modify the target model.
+
+    Parameters
+    ----------
+    attack : estimator instance
+        An unfitted attack whose ``model`` is a fitted private estimator.
+    *fit_args
+        The arguments of the attack's ``fit``.
+
+    Raises
+    ------
+    AssertionError
+        When the attack breaks the contract.
+    """
+    model = attack.model
+    before = joblib.hash(model)
+    _with_model(attack, model).fit(*fit_args)
+    assert joblib.hash(model) == before, "fitting the attack changed the model"
+
+
+def check_attack_refuses_unfitted_model(attack, *fit_args):
+    """An unfitted model raises ``NotFittedError`` and leaves no state.
+
+    Parameters
+    ----------
+    attack : estimator instance
+        An unfitted attack whose ``model`` is a fitted private estimator.
+    *fit_args
+        The arguments of the attack's ``fit``.
+
+    Raises
+    ------
+    AssertionError
+        When the attack breaks the contract.
+    """
+    unfitted = _with_model(attack, clone(attack.model))
+    try:
+        unfitted.fit(*fit_args)
+    except NotFittedError:
+        pass
+    else:  # pragma: no cover - reached only by a broken attack
+        raise AssertionError("the attack fitted against an unfitted model")
+    assert _fitted_state(unfitted) == {}, sorted(_fitted_state(unfitted))
+
+
+def check_attack_failed_fit_leaves_no_state(attack, *fit_args):
+    """A failed ``fit`` clears the state of an earlier successful one.
+
+    The failing fit gets the same arguments with a NaN in ``X``.
+
+    Parameters
+    ----------
+    attack : estimator instance
+        An unfitted attack whose ``model`` is a fitted private estimator.
+    *fit_args
+        The arguments of the attack's ``fit``, ``X`` first.
+
+    Raises
+    ------
+    AssertionError
+        When the attack breaks the contract.
+    """
+    fitted = _with_model(attack, attack.model).fit(*fit_args)
+    X = fit_args[0]
+    bad = X.copy() if isinstance(X, pd.DataFrame) else np.array(X, dtype=float)
+    if isinstance(bad, pd.DataFrame):
+        bad.iloc[1, 0] = np.nan
+    else:
+        bad[1, 0] = np.nan
+    try:
+        fitted.fit(bad, *fit_args[1:])
+    except ValueError:
+        pass
+    else:  # pragma: no cover - reached only by a broken attack
+        raise AssertionError("the attack accepted a NaN in X")
+    assert _fitted_state(fitted) == {}, (
+        f"a failed fit left {sorted(_fitted_state(fitted))}"
+    )
+
+
+def attack_checks(attack, *fit_args):
+    """Yield ``(attack, check)`` pairs of every attack check of this module.
+
+    Parameters
+    ----------
+    attack : estimator instance
+        An unfitted attack whose ``model`` (its first parameter) is a fitted
+        private estimator.
+    *fit_args
+        The arguments of the attack's ``fit``, ``X`` first; each check is
+        called as ``check(attack, *fit_args)``.
+
+    Yields
+    ------
+    attack : estimator instance
+        A clone of ``attack`` with the same fitted ``model``.
+    check : callable
+        A check; it raises an ``AssertionError`` on failure.
+
+    Examples
+    --------
+    >>> from sklearn.datasets import make_regression
+    >>> from sklearn_fil import OutputPerturbedLinearRegression
+    >>> from sklearn_fil.attacks import GLMReconstructionAttack
+    >>> from sklearn_fil.utils.estimator_checks import attack_checks
+    >>> X, y = make_regression(n_samples=30, n_features=3, random_state=0)
+    >>> model = OutputPerturbedLinearRegression(lam=0.1, random_state=0).fit(X, y)
+    >>> for attack, check in attack_checks(GLMReconstructionAttack(model), X, y):
+    ...     check(attack, X, y)
+    """
+    for check in (
+        check_attack_on_released_model,
+        check_attack_uses_fitted_recipe,
+        check_attack_leaves_model_unchanged,
+        check_attack_refuses_unfitted_model,
+        check_attack_failed_fit_leaves_no_state,
+    ):
+        yield _with_model(attack, attack.model), check
