@@ -108,15 +108,15 @@ def observe(clf, record):
     predicted probabilities, the true labels, and each example's unclipped
     gradient norm over all layers (what DP-SGD clips).
     """
-    rows = record["indices"]
-    at_step = dict(coefs=record["coefs"], intercepts=record["intercepts"])
+    rows = record.indices
+    at_step = dict(coefs=record.coefs, intercepts=record.intercepts)
     layers = [
         gradient_label_inputs(clf, X[rows], layer=k, **at_step)
         for k in range(len(clf.coefs_))
     ]
     released = [
         np.vstack([gW, gb]).ravel()
-        for gW, gb in zip(record["grad_coefs"], record["grad_intercepts"], strict=True)
+        for gW, gb in zip(record.grad_coefs, record.grad_intercepts, strict=True)
     ]
     n_in, n_out = clf.coefs_[-2].shape
     neuron = np.arange(n_in + 1) * n_out + J  # (W, b) flattened row by row
@@ -165,7 +165,9 @@ def attack(noise_multiplier, max_grad_norm):
         for blocks, proba, truth, grad_norms in seen:
             full.append(grad_norms)
             for name, (F, released) in blocks.items():
-                labels = GradientLabelAttack("general").recover(F, gradient=released)
+                labels = GradientLabelAttack(variant="general").recover(
+                    F, gradient=released
+                )
                 known = labels >= 0
                 hits.append((name, labels[known] == truth[known]))
                 norms.append((name, np.abs(proba - truth) * np.linalg.norm(F, axis=1)))

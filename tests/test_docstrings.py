@@ -9,6 +9,7 @@ from numpydoc.validate import validate
 
 import sklearn_fil
 import sklearn_fil.attacks
+import sklearn_fil.neural
 import sklearn_fil.utils.estimator_checks
 
 # Parameters documented, in order, with types and descriptions; returns
@@ -26,6 +27,7 @@ def _public_objects():
         *modules,
         sklearn_fil.audit,
         sklearn_fil.datasets,
+        sklearn_fil.neural,
         sklearn_fil.plotting,
         sklearn_fil.utils.estimator_checks,
     ):

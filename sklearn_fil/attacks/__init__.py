@@ -4,8 +4,9 @@ The attacks on released models take the target model in their constructor,
 learn the adversary's knowledge in ``fit`` and return their guesses from
 ``transform`` (or ``predict`` for membership); ``score`` compares them with the
 truth, and :func:`attack_report` tabulates per-example success by FIL decile.
-:class:`GradientLabelAttack` instead reads shared gradients (of a federated or
-recorded DP-SGD step) and recovers the binary labels of a whole batch.
+:class:`GradientLabelAttack` also takes its target model first; its ``fit``
+reads the shared gradient of a recorded DP-SGD step (``recover`` that of any
+federated step) and recovers the binary labels of the whole batch.
 """
 
 # Authors: The sklearn-fil developers

@@ -28,13 +28,15 @@ from typing import ClassVar
 
 import numpy as np
 import scipy.linalg
-from scipy.special import expit
 from sklearn.base import BaseEstimator
 from sklearn.neural_network import MLPClassifier
 from sklearn.utils import Bunch, check_array
 from sklearn.utils.validation import check_is_fitted
 
-from sklearn_fil.neural import DPSGDClassifier
+from sklearn_fil._network import DenseNetwork
+from sklearn_fil.neural import DPSGDClassifier, RecordedStep
+from sklearn_fil.utils._fitted import fit_or_clear
+from sklearn_fil.utils._release import fitted_params
 from sklearn_fil.utils._sklearn_compat import Interval, StrOptions
 
 # An example's coefficient is determined when the squared norm of the
@@ -43,36 +45,14 @@ from sklearn_fil.utils._sklearn_compat import Interval, StrOptions
 _LEVERAGE_TOL = float(np.sqrt(np.finfo(np.float64).eps))
 
 _UNKNOWN_SIGN = frozenset({"second_last", "input_malicious"})
-_RECORD_KEYS = ("indices", "coefs", "intercepts", "grad_coefs", "grad_intercepts")
-
-
-def _activate(z, activation):
-    """Hidden activation of scikit-learn's MLPs (and of DPSGDClassifier)."""
-    if activation == "tanh":
-        return np.tanh(z)
-    if activation == "relu":
-        return np.maximum(z, 0.0)
-    if activation == "logistic":
-        return expit(z)
-    return z  # identity
-
-
-def _slope(z, a, activation):
-    """Derivative of the activation at ``z`` (``a`` is its value there)."""
-    if activation == "tanh":
-        return 1.0 - a * a
-    if activation == "relu":
-        return (z > 0).astype(np.float64)
-    if activation == "logistic":
-        return a * (1.0 - a)
-    return np.ones_like(z)
 
 
 def _target_network(model):
-    """Released weights and hidden activation of a fitted binary network.
+    """The released weights of a fitted binary network, as a DenseNetwork.
 
     Raises a TypeError for a model that is neither a DPSGDClassifier nor a
-    scikit-learn MLPClassifier, and a ValueError when it is not binary.
+    scikit-learn MLPClassifier, a NotFittedError when it is not fitted, and a
+    ValueError when it is not binary.
     """
     if not isinstance(model, DPSGDClassifier | MLPClassifier):
         raise TypeError(
@@ -91,7 +71,9 @@ def _target_network(model):
             f"output); the model has {len(model.classes_)} classes and "
             f"{coefs[-1].shape[1]} outputs."
         )
-    return coefs, intercepts, model.activation
+    # the activation of the fit, not one set on the model afterwards
+    activation = fitted_params(model)["activation"]
+    return DenseNetwork(coefs, intercepts, activation, xp=np)
 
 
 def _weights_like(values, reference, name):
@@ -131,31 +113,33 @@ def _layer_index(layer, n_layers):
     return int(layer) % n_layers
 
 
-def _network_inputs(coefs, intercepts, activation, X, layer):
+def _check_features(X, net):
+    """``X`` as float64 with the network's number of input features."""
+    X = check_array(X, dtype=np.float64, input_name="X")
+    n_in = net.coefs[0].shape[0]
+    if X.shape[1] != n_in:
+        raise ValueError(f"X has {X.shape[1]} features but the model takes {n_in}.")
+    return X
+
+
+def _derivatives(net, X, layer):
     """The arrays of :func:`gradient_label_inputs` for a checked network."""
-    n_layers = len(coefs)
-    acts, slopes = [X], []
-    for W, b in zip(coefs[:-1], intercepts[:-1], strict=True):
-        z = acts[-1] @ W + b
-        a = _activate(z, activation)
-        acts.append(a)
-        slopes.append(_slope(z, a, activation))
-    logits = acts[-1] @ coefs[-1][:, 0] + intercepts[-1][0]
-    slopes.append(np.ones((X.shape[0], 1)))
-    # dZ/dz of each layer's pre-activations, from the output down to ``layer``
-    sens = np.ones((X.shape[0], 1))
-    for k in range(n_layers - 2, layer - 1, -1):
-        sens = (sens @ coefs[k + 1].T) * slopes[k]
+    n = X.shape[0]
+    acts, logits = net.forward(X)
+    # dZ/dz of every layer's pre-activations: the chain rule from dZ/dZ = 1
+    sens = net.backpropagate(acts, np.ones((n, 1)))[layer]
+    last = len(net.coefs) - 1
+    slopes = np.ones((n, 1)) if layer == last else net.slope(acts, layer + 1)
     inputs = acts[layer]
-    augmented = np.hstack([inputs, np.ones((X.shape[0], 1))])
-    coefficients = (augmented[:, :, None] * sens[:, None, :]).reshape(X.shape[0], -1)
+    augmented = np.hstack([inputs, np.ones((n, 1))])
+    coefficients = (augmented[:, :, None] * sens[:, None, :]).reshape(n, -1)
     return Bunch(
         coefficients=coefficients,
         inputs=inputs,
         sensitivities=sens,
-        slopes=slopes[layer],
+        slopes=slopes,
         last_hidden=acts[-1],
-        proba=expit(logits),
+        proba=net.proba(logits)[:, 0],
         layer=layer,
     )
 
@@ -174,9 +158,9 @@ def gradient_label_inputs(model, X, *, layer=-1, coefs=None, intercepts=None):
     Parameters
     ----------
     model : DPSGDClassifier or sklearn.neural_network.MLPClassifier
-        A fitted binary network (one sigmoid output). Its hidden activation
-        (``"tanh"``, ``"relu"``, ``"logistic"`` or ``"identity"``) is read
-        from the model.
+        A fitted (or released) binary network (one sigmoid output). Its
+        hidden activation (``"tanh"``, ``"relu"``, ``"logistic"`` or
+        ``"identity"``) is read from the model.
     X : array-like of shape (n_samples, n_features)
         The examples (a batch).
     layer : int, default=-1
@@ -184,9 +168,8 @@ def gradient_label_inputs(model, X, *, layer=-1, coefs=None, intercepts=None):
         layer (from the last hidden layer), ``0`` the input layer.
     coefs : list of ndarray, default=None
         Weights at which to differentiate, shaped like ``model.coefs_``
-        (e.g. the ``coefs`` of a :attr:`DPSGDClassifier.recorded_steps_
-        <sklearn_fil.neural.DPSGDClassifier>` entry, the weights before the
-        step); None uses ``model.coefs_``.
+        (e.g. the ``coefs`` of a :class:`~sklearn_fil.neural.RecordedStep`,
+        the weights before the step); None uses ``model.coefs_``.
     intercepts : list of ndarray, default=None
         Biases at which to differentiate, shaped like ``model.intercepts_``;
         None uses ``model.intercepts_``.
@@ -240,21 +223,18 @@ def gradient_label_inputs(model, X, *, layer=-1, coefs=None, intercepts=None):
     >>> gradient_label_inputs(mlp, X[:5], layer=0).coefficients.shape
     (5, 15)
     """
-    model_coefs, model_intercepts, activation = _target_network(model)
-    layer = _layer_index(layer, len(model_coefs))
-    coefs = model_coefs if coefs is None else _weights_like(coefs, model_coefs, "coefs")
-    intercepts = (
-        model_intercepts
-        if intercepts is None
-        else _weights_like(intercepts, model_intercepts, "intercepts")
-    )
-    X = check_array(X, dtype=np.float64, input_name="X")
-    if X.shape[1] != model_coefs[0].shape[0]:
-        raise ValueError(
-            f"X has {X.shape[1]} features but the model takes "
-            f"{model_coefs[0].shape[0]}."
+    net = _target_network(model)
+    layer = _layer_index(layer, len(net.coefs))
+    if coefs is not None or intercepts is not None:
+        net = DenseNetwork(
+            net.coefs if coefs is None else _weights_like(coefs, net.coefs, "coefs"),
+            net.intercepts
+            if intercepts is None
+            else _weights_like(intercepts, net.intercepts, "intercepts"),
+            net.activation,
+            xp=np,
         )
-    return _network_inputs(coefs, intercepts, activation, X, layer)
+    return _derivatives(net, _check_features(X, net), layer)
 
 
 def _vector(value, name, length=None):
@@ -296,6 +276,45 @@ def _solve(F, g, tol):
     return v, leverage >= 1.0 - _LEVERAGE_TOL, k
 
 
+def _step_network(step, net):
+    """The weights before ``step`` as a DenseNetwork, and its released gradients.
+
+    Raises a TypeError unless ``step`` is a :class:`RecordedStep`, and a
+    ValueError when its arrays do not have the shapes of ``net``.
+    """
+    if not isinstance(step, RecordedStep):
+        raise TypeError(
+            "step must be a RecordedStep (an entry of "
+            f"DPSGDClassifier.recorded_steps_); got {type(step).__name__}."
+        )
+    at = DenseNetwork(
+        _weights_like(step.coefs, net.coefs, "step.coefs"),
+        _weights_like(step.intercepts, net.intercepts, "step.intercepts"),
+        net.activation,
+        xp=np,
+    )
+    grad_coefs = _weights_like(step.grad_coefs, net.coefs, "step.grad_coefs")
+    grad_intercepts = _weights_like(
+        step.grad_intercepts, net.intercepts, "step.grad_intercepts"
+    )
+    return at, grad_coefs, grad_intercepts
+
+
+def _batch_rows(indices, n_rows):
+    """The step's batch indices, checked as rows of an ``n_rows``-row X."""
+    indices = np.asarray(indices)
+    if indices.ndim != 1 or (indices.size and indices.dtype.kind not in "iu"):
+        raise ValueError(
+            f"step.indices must be a 1-D array of row numbers; got {indices!r}."
+        )
+    if indices.size and (indices.min() < 0 or indices.max() >= n_rows):
+        raise ValueError(
+            f"step.indices has rows outside [0, {n_rows}), the rows of X: is X "
+            "the training set of this step?"
+        )
+    return indices
+
+
 class GradientLabelAttack(BaseEstimator):
     """Exact label reconstruction from an aggregated gradient (Yuan et al.).
 
@@ -328,6 +347,10 @@ class GradientLabelAttack(BaseEstimator):
       settled by the prior. This is a demonstration of the threat model: on
       ordinary data the equations do not hold.
 
+    :meth:`fit` attacks a step that a :class:`~sklearn_fil.neural.DPSGDClassifier`
+    recorded (``record_steps``), computing the derivatives from the target
+    model's architecture at the weights before the step; :meth:`recover`
+    takes the derivatives and a raw (e.g. federated) gradient directly.
     Labels whose coefficient the equations do not determine are returned as
     ``-1``, never guessed: an example is determined when its unit vector is
     orthogonal to the null space of the system (in the row space of the
@@ -339,9 +362,22 @@ class GradientLabelAttack(BaseEstimator):
 
     Parameters
     ----------
+    model : DPSGDClassifier or sklearn.neural_network.MLPClassifier, default=None
+        The target: a fitted, or released (:meth:`DPSGDClassifier.release
+        <sklearn_fil.DPSGDClassifier.release>`), binary network, whose
+        architecture and hidden activation :meth:`fit` uses. Only
+        :meth:`recover` works without one.
     variant : {"general", "last_hidden", "second_last", "input_malicious"}, \
             default="general"
         What the adversary knows, see above.
+    layer : int, default=None
+        Weight layer attacked by ``"general"``, numbered as in
+        ``model.coefs_`` (None means -1, the output layer); must be None for
+        the other variants, whose layer is fixed. Used by :meth:`fit`.
+    neuron : int, default=0
+        The neuron ``J`` of ``"second_last"`` (of the last hidden layer) and
+        ``"input_malicious"`` (of the first hidden layer). Used by
+        :meth:`fit`; ignored by the other variants.
     positive_rate_below_half : bool, default=None
         The adversary's prior for the variants with an unknown sign
         (``"second_last"`` and ``"input_malicious"``, where it is required):
@@ -358,8 +394,10 @@ class GradientLabelAttack(BaseEstimator):
     Attributes
     ----------
     labels_ : ndarray of shape (n_samples,)
-        Labels of the last call: 1 for the positive class (``classes_[1]``),
-        0 for the negative one, -1 where undetermined.
+        Labels of the attacked batch (:meth:`fit`, in the order of the
+        step's ``indices``) or of the last :meth:`recover`: 1 for the
+        positive class (``classes_[1]``), 0 for the negative one, -1 where
+        undetermined.
     residuals_ : ndarray of shape (n_samples,)
         The solved coefficients ``w_r (p[r] - y[r])``, known up to a positive
         factor for the variants with an unknown scale; NaN where
@@ -378,6 +416,7 @@ class GradientLabelAttack(BaseEstimator):
     gradient_label_inputs : The derivatives of a fitted network.
     sklearn_fil.neural.DPSGDClassifier : Records released gradients with
         ``record_steps``.
+    sklearn_fil.neural.RecordedStep : One recorded step.
 
     References
     ----------
@@ -396,31 +435,45 @@ class GradientLabelAttack(BaseEstimator):
     ...                       clipping="hard", batch_size=8, sampling="shuffle",
     ...                       max_iter=1, record_steps=[3], fil_accounting=False,
     ...                       per_instance_accounting=False, random_state=0)
-    >>> record = clf.fit(X, y).recorded_steps_[0]
-    >>> attack = GradientLabelAttack(variant="last_hidden")
-    >>> labels = attack.recover_step(clf, X, record)
-    >>> labels
+    >>> step = clf.fit(X, y).recorded_steps_[0]
+    >>> attack = GradientLabelAttack(clf.release(), variant="last_hidden")
+    >>> attack.fit(X, step).labels_
     array([0, 0, 0, 1, 1, 0, 0, 1])
-    >>> bool(np.all(labels == y[record["indices"]]))
+    >>> bool(np.all(attack.labels_ == y[step.indices]))
     True
 
     With more examples than equations nothing is determined:
 
     >>> H = np.random.default_rng(0).normal(size=(5, 3))
-    >>> attack.recover(H, gradient=np.ones(3))
+    >>> GradientLabelAttack(variant="last_hidden").recover(H, gradient=np.ones(3))
     array([-1, -1, -1, -1, -1])
     """
 
     _parameter_constraints: ClassVar[dict] = {
+        "model": "no_validation",
         "variant": [
             StrOptions({"general", "last_hidden", "second_last", "input_malicious"})
         ],
+        "layer": [None, Integral],
+        "neuron": [Interval(Integral, 0, None, closed="left")],
         "positive_rate_below_half": ["boolean", None],
         "tol": [Interval(Real, 0, 1, closed="left"), None],
     }
 
-    def __init__(self, variant="general", *, positive_rate_below_half=None, tol=None):
+    def __init__(
+        self,
+        model=None,
+        *,
+        variant="general",
+        layer=None,
+        neuron=0,
+        positive_rate_below_half=None,
+        tol=None,
+    ):
+        self.model = model
         self.variant = variant
+        self.layer = layer
+        self.neuron = neuron
         self.positive_rate_below_half = positive_rate_below_half
         self.tol = tol
 
@@ -433,10 +486,122 @@ class GradientLabelAttack(BaseEstimator):
                 "adversary's prior on the rate of positive labels)."
             )
 
+    def fit(self, X, step):
+        """Recover the labels of the batch of a recorded DP-SGD step.
+
+        The derivatives are computed, with the architecture and activation of
+        ``model``, at the weights before the step (``step.coefs``,
+        ``step.intercepts``) for the rows ``X[step.indices]``; the
+        observation is the released noisy gradient (``step.grad_coefs``,
+        ``step.grad_intercepts``) of the variant's layer, bias included:
+
+        - ``"general"``: all the weights and biases of ``layer``;
+        - ``"last_hidden"``: the output layer;
+        - ``"second_last"``: the weights and bias into ``neuron`` of the
+          last hidden layer;
+        - ``"input_malicious"``: the input weights and bias of ``neuron`` of
+          the first hidden layer (with the rows of ``X`` as features).
+
+        Everything is checked before any work; a failed fit leaves no fitted
+        attributes, not even those of an earlier fit.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            The training features as the model takes them: the rows the
+            step's indices refer to.
+        step : RecordedStep
+            An entry of ``model.recorded_steps_`` (of the fitted model: a
+            released copy does not carry them).
+
+        Returns
+        -------
+        self : object
+            The attack, with ``labels_`` of ``X[step.indices]`` in that
+            order.
+
+        Raises
+        ------
+        ValueError
+            When ``model`` is None (use :meth:`recover` for raw gradients),
+            is not binary, or ``X``, ``layer``, ``neuron`` or the arrays of
+            ``step`` do not fit it.
+        TypeError
+            When ``model`` is not a DPSGDClassifier or MLPClassifier, or
+            ``step`` is not a :class:`~sklearn_fil.neural.RecordedStep`.
+        sklearn.exceptions.NotFittedError
+            When ``model`` is not fitted.
+        """
+        return fit_or_clear(self, self._fit, X, step)
+
+    def _attacked_layer(self, net):
+        """Index of the weight layer the variant attacks, checked on ``net``."""
+        n_layers, variant = len(net.coefs), self.variant
+        if variant != "general" and self.layer is not None:
+            raise ValueError(
+                f"layer is chosen by variant={variant!r}; it only applies to "
+                "variant='general'."
+            )
+        if variant == "general":
+            return _layer_index(-1 if self.layer is None else self.layer, n_layers)
+        if variant == "last_hidden":
+            return n_layers - 1
+        if n_layers < 2:
+            raise ValueError(
+                f"variant={variant!r} attacks a hidden layer; the model has none."
+            )
+        k = n_layers - 2 if variant == "second_last" else 0
+        width = net.coefs[k].shape[1]
+        if isinstance(self.neuron, bool) or not 0 <= self.neuron < width:
+            raise ValueError(
+                f"neuron must be an int in [0, {width}) (the width of the "
+                f"attacked layer); got {self.neuron!r}."
+            )
+        return k
+
+    def _fit(self, X, step):
+        self._check_config()
+        if self.model is None:
+            raise ValueError(
+                "GradientLabelAttack.fit attacks a recorded step of a target "
+                "model: pass model=<fitted or released DPSGDClassifier>. For raw "
+                "(e.g. federated) gradients use recover(features, gradient)."
+            )
+        net = _target_network(self.model)
+        k = self._attacked_layer(net)
+        at, grad_coefs, grad_intercepts = _step_network(step, net)
+        X = _check_features(X, net)
+        indices = _batch_rows(step.indices, X.shape[0])
+        if indices.size == 0:
+            self.labels_ = np.empty(0, dtype=np.int64)
+            self.residuals_ = np.empty(0)
+            self.determined_ = np.empty(0, dtype=bool)
+            self.rank_, self.sign_ = 0, 1
+            return self
+        Xb = X[indices]
+        inputs = _derivatives(at, Xb, k)
+        gW, gb = grad_coefs[k], grad_intercepts[k]
+        j = self.neuron
+        if self.variant == "general":
+            gradient = np.vstack([gW, gb[None, :]]).ravel()
+            self._recover(inputs.coefficients, gradient)
+        elif self.variant == "last_hidden":
+            self._recover(inputs.inputs, gW[:, 0], intercept=gb[0])
+        elif self.variant == "second_last":
+            slopes = inputs.slopes[:, j]
+            self._recover(inputs.inputs, gW[:, j], intercept=gb[j], slopes=slopes)
+        else:
+            self._recover(Xb, gW[:, j], intercept=gb[j])
+        return self
+
     def recover(
         self, features, gradient=None, *, update=None, intercept=None, slopes=None
     ):
         """Recover the labels of a batch from its aggregated gradient.
+
+        The low-level form of :meth:`fit`, for raw (e.g. federated)
+        gradients: ``model``, ``layer`` and ``neuron`` are not used. A failed
+        call leaves no fitted attributes.
 
         Parameters
         ----------
@@ -468,14 +633,18 @@ class GradientLabelAttack(BaseEstimator):
         labels : ndarray of shape (n_samples,)
             1 (positive class), 0 (negative class) or -1 (undetermined).
         """
-        self._check_config()
+        return fit_or_clear(
+            self, self._recover, features, gradient, update, intercept, slopes
+        )
+
+    def _system(self, features, gradient, update, intercept, slopes):
+        """The checked equations ``F^T v = g`` of :meth:`recover`."""
         F = check_array(features, dtype=np.float64, input_name="features")
         n, d = F.shape
         if (gradient is None) == (update is None):
             raise ValueError("Give exactly one of gradient and update.")
-        observed = gradient if update is None else update
         name = "gradient" if update is None else "update"
-        g = _vector(observed, name)
+        g = _vector(gradient if update is None else update, name)
         if g.shape[0] != d:
             raise ValueError(
                 f"{name} has {g.shape[0]} entries but features has {d} columns "
@@ -487,14 +656,15 @@ class GradientLabelAttack(BaseEstimator):
                 "variant='general' takes every equation from features: add the "
                 "bias derivatives as columns instead of passing intercept."
             )
+        column = np.ones(n)
         if variant == "second_last":
             if slopes is None:
                 raise ValueError(
                     "variant='second_last' needs slopes, the activation "
                     "derivatives U[r] of the chosen last-hidden neuron."
                 )
-            u = _vector(slopes, "slopes", n)
-            F = F * u[:, None]
+            column = _vector(slopes, "slopes", n)
+            F = F * column[:, None]
         elif slopes is not None:
             raise ValueError(
                 f"slopes are only used by variant='second_last', not {variant!r}."
@@ -505,13 +675,19 @@ class GradientLabelAttack(BaseEstimator):
                 raise ValueError(
                     f"intercept must be one finite number; got {intercept!r}."
                 )
-            column = u if variant == "second_last" else np.ones(n)
             F = np.column_stack([F, column])
             g = np.append(g, b.item())
+        return F, g
 
+    def _recover(
+        self, features, gradient=None, update=None, intercept=None, slopes=None
+    ):
+        self._check_config()
+        F, g = self._system(features, gradient, update, intercept, slopes)
+        n = F.shape[0]
         v, determined, rank = _solve(F, g, self.tol)
         sign = -1 if update is not None else 1
-        if variant in _UNKNOWN_SIGN:
+        if self.variant in _UNKNOWN_SIGN:
             # positives under each orientation, among the determined examples
             pos_plus = int(np.sum(determined & (v < 0)))
             pos_minus = int(np.sum(determined & (v > 0)))
@@ -529,128 +705,3 @@ class GradientLabelAttack(BaseEstimator):
         self.rank_ = rank
         self.sign_ = int(sign)
         return labels
-
-    def recover_step(self, model, X, record, *, layer=None, neuron=0):
-        """Recover the labels of the batch of a recorded DP-SGD step.
-
-        The derivatives are computed at the weights before the step
-        (``record["coefs"]``, ``record["intercepts"]``) for the rows
-        ``X[record["indices"]]``; the observation is the released noisy
-        gradient ``record["grad_coefs"]`` and ``record["grad_intercepts"]``
-        of the variant's layer, bias included:
-
-        - ``"general"``: all the weights and biases of ``layer``;
-        - ``"last_hidden"``: the output layer;
-        - ``"second_last"``: the weights and bias into ``neuron`` of the
-          last hidden layer;
-        - ``"input_malicious"``: the input weights and bias of ``neuron`` of
-          the first hidden layer (with the rows of ``X`` as features).
-
-        Parameters
-        ----------
-        model : DPSGDClassifier or sklearn.neural_network.MLPClassifier
-            The fitted binary network (its architecture and activation).
-        X : array-like of shape (n_samples, n_features)
-            The training set the step's indices refer to.
-        record : dict
-            An entry of :attr:`DPSGDClassifier.recorded_steps_
-            <sklearn_fil.neural.DPSGDClassifier>`, or a dict with the same
-            keys ``indices``, ``coefs``, ``intercepts``, ``grad_coefs`` and
-            ``grad_intercepts``.
-        layer : int, default=None
-            Weight layer of ``"general"`` (None means -1, the output layer);
-            must be None for the other variants.
-        neuron : int, default=0
-            The neuron ``J`` of ``"second_last"`` and ``"input_malicious"``.
-
-        Returns
-        -------
-        labels : ndarray of shape (n_batch,)
-            Labels of ``X[record["indices"]]``, in that order: 1 (positive
-            class), 0 (negative class) or -1 (undetermined).
-        """
-        self._check_config()
-        coefs, intercepts, activation = _target_network(model)
-        n_layers = len(coefs)
-        variant = self.variant
-        if variant != "general" and layer is not None:
-            raise ValueError(
-                f"layer is chosen by variant={variant!r}; it only applies to "
-                "variant='general'."
-            )
-        if variant == "general":
-            k = _layer_index(-1 if layer is None else layer, n_layers)
-        elif variant == "last_hidden":
-            k = n_layers - 1
-        else:
-            if n_layers < 2:
-                raise ValueError(
-                    f"variant={variant!r} attacks a hidden layer; the model has none."
-                )
-            k = n_layers - 2 if variant == "second_last" else 0
-            width = coefs[k].shape[1]
-            if (
-                not isinstance(neuron, Integral)
-                or isinstance(neuron, bool)
-                or not 0 <= neuron < width
-            ):
-                raise ValueError(
-                    f"neuron must be an int in [0, {width}) (the width of the "
-                    f"attacked layer); got {neuron!r}."
-                )
-        if not isinstance(record, dict):
-            raise TypeError(
-                f"record must be a dict (an entry of recorded_steps_); got "
-                f"{type(record).__name__}."
-            )
-        missing = [key for key in _RECORD_KEYS if key not in record]
-        if missing:
-            raise ValueError(f"record lacks the keys {missing}.")
-        step_coefs = _weights_like(record["coefs"], coefs, "record['coefs']")
-        step_intercepts = _weights_like(
-            record["intercepts"], intercepts, "record['intercepts']"
-        )
-        grad_coefs = _weights_like(record["grad_coefs"], coefs, "record['grad_coefs']")
-        grad_intercepts = _weights_like(
-            record["grad_intercepts"], intercepts, "record['grad_intercepts']"
-        )
-        X = check_array(X, dtype=np.float64, input_name="X")
-        if X.shape[1] != coefs[0].shape[0]:
-            raise ValueError(
-                f"X has {X.shape[1]} features but the model takes {coefs[0].shape[0]}."
-            )
-        indices = np.asarray(record["indices"])
-        if indices.ndim != 1 or (indices.size and indices.dtype.kind not in "iu"):
-            raise ValueError(
-                "record['indices'] must be a 1-D array of row numbers; got "
-                f"{indices!r}."
-            )
-        if indices.size and (indices.min() < 0 or indices.max() >= X.shape[0]):
-            raise ValueError(
-                f"record['indices'] has rows outside [0, {X.shape[0]}), the rows "
-                "of X: is X the training set of this step?"
-            )
-        if indices.size == 0:
-            empty = np.empty(0, dtype=np.int64)
-            self.labels_, self.residuals_ = empty, np.empty(0)
-            self.determined_, self.rank_ = np.empty(0, dtype=bool), 0
-            self.sign_ = 1
-            return empty
-
-        Xb = X[indices]
-        inputs = _network_inputs(step_coefs, step_intercepts, activation, Xb, k)
-        gW, gb = grad_coefs[k], grad_intercepts[k]
-        if variant == "general":
-            return self.recover(
-                inputs.coefficients, gradient=np.vstack([gW, gb[None, :]]).ravel()
-            )
-        if variant == "last_hidden":
-            return self.recover(inputs.inputs, gradient=gW[:, 0], intercept=gb[0])
-        if variant == "second_last":
-            return self.recover(
-                inputs.inputs,
-                gradient=gW[:, neuron],
-                intercept=gb[neuron],
-                slopes=inputs.slopes[:, neuron],
-            )
-        return self.recover(Xb, gradient=gW[:, neuron], intercept=gb[neuron])

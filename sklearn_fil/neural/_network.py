@@ -28,9 +28,9 @@ in place of ``einsum`` and stable ``xp`` versions of the logistic functions.
 import math
 
 import numpy as np
-from scipy.special import expit, log_softmax, softmax
 
 from sklearn_fil import _backend
+from sklearn_fil._network import DenseNetwork
 from sklearn_fil.neural._kernels import linear_jacobian_sq_norms
 
 _SQRT_2PI = math.sqrt(2.0 * math.pi)
@@ -137,24 +137,6 @@ def clipped_tangent_sq_norm(gg, g_dg, norms, c, dc, xp):
     return c * c * xp.maximum(gg - u_sq, 0.0) + radial * radial * u_sq
 
 
-def _expit(z, xp):
-    """Logistic sigmoid without overflow: ``exp(-|z|)`` only."""
-    e = xp.exp(-xp.abs(z))
-    return xp.where(z >= 0, 1.0 / (1.0 + e), e / (1.0 + e))
-
-
-def _log_softmax(z, xp):
-    """Row-wise log-softmax, shifted by the row maximum."""
-    shifted = z - xp.max(z, axis=1, keepdims=True)
-    return shifted - xp.log(xp.sum(xp.exp(shifted), axis=1, keepdims=True))
-
-
-def _softmax(z, xp):
-    """Row-wise softmax, shifted by the row maximum."""
-    e = xp.exp(z - xp.max(z, axis=1, keepdims=True))
-    return e / xp.sum(e, axis=1, keepdims=True)
-
-
 def _inner(spec, a, b, xp):
     """Inner products over the last axis, ``np.einsum(spec, a, b)``.
 
@@ -168,72 +150,25 @@ def _inner(spec, a, b, xp):
     return xp.sum(a * b, axis=-1)
 
 
-class Network:
-    """Weights of a dense network and its per-example computations.
+class Network(DenseNetwork):
+    """Weights of a dense network and its per-example DP-SGD computations.
+
+    The passes of :class:`~sklearn_fil._network.DenseNetwork`, plus the
+    per-example gradient norms, the clipped sums and the input Jacobians of
+    the clipped gradients.
 
     Parameters
     ----------
     coefs, intercepts : list of ndarray
         ``W_l`` of shape ``(n_{l-1}, n_l)`` and ``b_l`` of shape ``(n_l,)``.
-    activation : {"tanh", "relu"}
-        Hidden activation.
+    activation : {"tanh", "relu", "logistic", "identity"}
+        Hidden activation; the input Jacobians need ``"tanh"``, ``"relu"``
+        or ``"identity"``.
     xp : module, default=None
         Array namespace of the weights and of the data; None infers it from
         ``coefs[0]``. NumPy computes with SciPy and numba; any other namespace
         with the generic array-API code.
     """
-
-    def __init__(self, coefs, intercepts, activation, xp=None):
-        self.coefs = coefs
-        self.intercepts = intercepts
-        self.activation = activation
-        self.xp = _backend.namespace_of(coefs[0]) if xp is None else xp
-
-    @property
-    def binary(self):
-        return self.coefs[-1].shape[1] == 1
-
-    def forward(self, X):
-        """Activations ``[a_0 = X, a_1, ..., a_{L-1}]`` and output logits."""
-        xp = self.xp
-        acts = [X]
-        for W, b in zip(self.coefs[:-1], self.intercepts[:-1], strict=True):
-            z = acts[-1] @ W + b
-            acts.append(xp.tanh(z) if self.activation == "tanh" else xp.maximum(z, 0))
-        return acts, acts[-1] @ self.coefs[-1] + self.intercepts[-1]
-
-    def proba(self, logits):
-        """Class probabilities, ``(n, 1)`` for the positive class when binary."""
-        if self.xp is np:
-            return expit(logits) if self.binary else softmax(logits, axis=1)
-        return _expit(logits, self.xp) if self.binary else _softmax(logits, self.xp)
-
-    def loss(self, logits, Y):
-        """Per-example log loss; ``Y`` is 0/1 of shape ``(n, 1)`` or one-hot."""
-        xp = self.xp
-        if self.binary:
-            z, y = logits[:, 0], Y[:, 0]
-            return xp.logaddexp(xp.zeros_like(z), z) - y * z
-        if xp is np:
-            return -np.sum(Y * log_softmax(logits, axis=1), axis=1)
-        return -xp.sum(Y * _log_softmax(logits, xp), axis=1)
-
-    def _slope(self, acts, layer):
-        """``act'(z_l)`` from the activation ``a_l``."""
-        a = acts[layer]
-        if self.activation == "tanh":
-            return 1.0 - a * a
-        if self.xp is np:
-            return (a > 0).astype(a.dtype)
-        return self.xp.astype(a > 0, a.dtype)
-
-    def backward(self, acts, logits, Y):
-        """Errors ``delta_l = dloss / dz_l`` of every layer, first to last."""
-        deltas = [self.proba(logits) - Y]
-        for layer in range(len(self.coefs) - 1, 0, -1):
-            back = deltas[0] @ self.coefs[layer].T
-            deltas.insert(0, back * self._slope(acts, layer))
-        return deltas
 
     def grad_norms(self, acts, deltas):
         """Per-example gradient norms ``||g_i||`` over all weights and biases.
@@ -311,7 +246,7 @@ class Network:
             gg = gg + weight * xp.sum(dd * dd, axis=-1)
             g_dg = g_dg + weight * xp.sum(d[:, None, :] * dd, axis=-1)
             if layer > 0:
-                slope = self._slope(acts, layer)[:, None, :]
+                slope = self.slope(acts, layer)[:, None, :]
                 dd = (dd @ self.coefs[layer].T) * slope
         sq = clipped_tangent_sq_norm(
             gg, g_dg, norms[:, None], c[:, None], dc[:, None], xp
@@ -370,12 +305,17 @@ class Network:
     def _jvp_sq_norms(self, acts, logits, deltas, norms, c, dc, coords):
         xp = self.xp
         L = len(self.coefs)
+        if L > 1 and self.activation == "logistic":
+            # the tangent of a logistic slope is not written below
+            raise NotImplementedError(
+                "Input Jacobians need activation 'tanh', 'relu' or 'identity'."
+            )
         x = acts[0]
         # Forward tangents along e_j: dz_1 = W_1[j], then through the layers.
         dz = xp.take(self.coefs[0], coords, axis=0)[None, :, :]  # (1, m, n_1)
         dacts = [None]  # the input's tangent e_j is handled in closed form
         for layer in range(1, L):
-            da = self._slope(acts, layer)[:, None, :] * dz
+            da = self.slope(acts, layer)[:, None, :] * dz
             dacts.append(da)
             dz = da @ self.coefs[layer]
         p = self.proba(logits)[:, None, :]
@@ -388,12 +328,12 @@ class Network:
         for layer in range(L - 1, 0, -1):
             W = self.coefs[layer]
             back_dot = ddeltas[0] @ W.T
-            slope = self._slope(acts, layer)[:, None, :]
+            slope = self.slope(acts, layer)[:, None, :]
             if self.activation == "tanh":
                 back = (deltas[layer] @ W.T)[:, None, :]
                 dslope = -2.0 * acts[layer][:, None, :] * dacts[layer]
                 ddeltas.insert(0, back_dot * slope + back * dslope)
-            else:  # relu: the slope is locally constant
+            else:  # relu, identity: the slope is locally constant
                 ddeltas.insert(0, back_dot * slope)
         gg = g_dg = None  # ||dg||^2 and g . dg, summed over the layers
         for layer in range(L):

@@ -9,6 +9,7 @@ checked against finite differences of ``predict_proba``. The truth is the
 labels that produced the gradient.
 """
 
+import dataclasses
 import warnings
 
 import numpy as np
@@ -20,10 +21,12 @@ from sklearn.datasets import make_classification
 from sklearn.exceptions import ConvergenceWarning, NotFittedError
 from sklearn.linear_model import LogisticRegression
 from sklearn.neural_network import MLPClassifier
+from sklearn.utils._param_validation import InvalidParameterError
 
 from sklearn_fil.attacks import GradientLabelAttack, gradient_label_inputs
 from sklearn_fil.exceptions import PrivacyLeakWarning
-from sklearn_fil.neural import DPSGDClassifier
+from sklearn_fil.neural import DPSGDClassifier, RecordedStep
+from sklearn_fil.utils.estimator_checks import attack_checks
 
 ACTIVATIONS = {
     "tanh": (np.tanh, lambda z: 1.0 - np.tanh(z) ** 2),
@@ -172,13 +175,12 @@ def test_dpsgd_every_label_recovered_without_noise(activation):
     clf = _dpsgd(X, y, hidden=(24,), activation=activation, record=10)
     assert len(clf.recorded_steps_) == 10
     for variant, layers in [("last_hidden", [None]), ("general", [None, 0])]:
-        attack = GradientLabelAttack(variant)
         for record in clf.recorded_steps_:
             for layer in layers:
-                kwargs = {} if layer is None else {"layer": layer}
-                labels = attack.recover_step(clf, X, record, **kwargs)
+                attack = GradientLabelAttack(clf, variant=variant, layer=layer)
+                labels = attack.fit(X, record).labels_
                 # batch 8 <= 24 + 1 equations: every label, exactly
-                assert_array_equal(labels, y[record["indices"]])
+                assert_array_equal(labels, y[record.indices])
                 assert attack.determined_.all()
                 assert attack.rank_ == 8
 
@@ -190,12 +192,12 @@ def test_dpsgd_poisson_batches_and_logistic_regression():
     clf = _dpsgd(
         X, y, hidden=(), sampling="poisson", batch_size=3, record=20, learning_rate=0.5
     )
-    attack = GradientLabelAttack("last_hidden")
+    attack = GradientLabelAttack(clf, variant="last_hidden")
     n_checked = 0
     for record in clf.recorded_steps_:
-        labels = attack.recover_step(clf, X, record)
-        truth = y[record["indices"]]
-        if record["indices"].size <= 6:
+        labels = attack.fit(X, record).labels_
+        truth = y[record.indices]
+        if record.indices.size <= 6:
             assert_array_equal(labels, truth)
             n_checked += 1
         else:
@@ -217,7 +219,7 @@ def test_mlpclassifier_with_hand_computed_gradient(activation):
     )
 
     inputs = gradient_label_inputs(mlp, Xb)
-    attack = GradientLabelAttack("last_hidden")
+    attack = GradientLabelAttack(variant="last_hidden")
     labels = attack.recover(inputs.last_hidden, gW1 / n, intercept=gb1 / n)
     assert_array_equal(labels, y)
     # the update of plain SGD, Delta W = -lr * gradient
@@ -227,7 +229,7 @@ def test_mlpclassifier_with_hand_computed_gradient(activation):
     assert_array_equal(labels, y)
     assert attack.sign_ == -1
 
-    general = GradientLabelAttack("general")
+    general = GradientLabelAttack(variant="general")
     C0 = gradient_label_inputs(mlp, Xb, layer=0).coefficients  # 48 equations
     labels = general.recover(C0, gradient=np.vstack([gW0, gb0[None]]).ravel())
     assert_array_equal(labels, y)
@@ -237,7 +239,7 @@ def test_linear_network_identifies_at_most_its_input_dimension():
     mlp, X, _ = _mlp("identity", hidden=(12,))
     Xb, y = X[:6], np.array([0, 1, 1, 0, 1, 0])
     _, (gW1, gb1) = _reference_gradient(mlp.coefs_, mlp.intercepts_, "identity", Xb, y)
-    attack = GradientLabelAttack("last_hidden")
+    attack = GradientLabelAttack(variant="last_hidden")
     attack.recover(gradient_label_inputs(mlp, Xb).last_hidden, gW1, intercept=gb1)
     assert attack.rank_ == 4
     assert_array_equal(attack.labels_, -1)
@@ -248,7 +250,7 @@ def test_solved_coefficients_are_the_residuals():
     mlp, X, _ = _mlp("tanh", hidden=(12,))
     Xb, y = X[:7], np.array([1, 0, 0, 1, 1, 0, 1])
     (_, _), (gW1, gb1) = _reference_gradient(mlp.coefs_, mlp.intercepts_, "tanh", Xb, y)
-    attack = GradientLabelAttack("last_hidden")
+    attack = GradientLabelAttack(variant="last_hidden")
     attack.recover(gradient_label_inputs(mlp, Xb).last_hidden, gW1, intercept=gb1)
     assert_allclose(attack.residuals_, mlp.predict_proba(Xb)[:, 1] - y, atol=1e-10)
 
@@ -269,12 +271,12 @@ def test_accuracy_falls_to_chance_as_noise_grows():
             record=50,
             learning_rate=1e-3,  # keep the weights near the initialisation
         )
-        attack = GradientLabelAttack("last_hidden")
+        attack = GradientLabelAttack(clf, variant="last_hidden")
         hits = []
         for record in clf.recorded_steps_:
-            labels = attack.recover_step(clf, X, record)
+            labels = attack.fit(X, record).labels_
             assert attack.determined_.all()
-            hits.append(labels == y[record["indices"]])
+            hits.append(labels == y[record.indices])
         accuracy[sigma] = np.concatenate(hits).mean()
         n_labels = sum(h.size for h in hits)
     assert accuracy[0.0] == 1.0
@@ -291,12 +293,12 @@ def test_accuracy_falls_to_chance_as_noise_grows():
 def test_batch_larger_than_the_layer_is_undetermined():
     X, y = _data()
     clf = _dpsgd(X, y, hidden=(4,), batch_size=12, record=3)
-    attack = GradientLabelAttack("last_hidden")
+    attack = GradientLabelAttack(clf, variant="last_hidden")
     for record in clf.recorded_steps_:
-        labels = attack.recover_step(clf, X, record)
+        labels = attack.fit(X, record).labels_
         # independent: the null space of the 5 x 12 system, generic support
         _, acts, _ = _reference_pass(
-            record["coefs"], record["intercepts"], "tanh", X[record["indices"]]
+            record.coefs, record.intercepts, "tanh", X[record.indices]
         )
         F = np.column_stack([acts[-1], np.ones(12)])
         null = scipy.linalg.null_space(F.T)
@@ -321,7 +323,7 @@ def test_undetermined_examples_in_a_partly_identified_system():
     )
     p = np.array([0.3, 0.8, 0.4, 0.6, 0.5])
     y = np.array([1, 0, 0, 1, 1])
-    attack = GradientLabelAttack("general")
+    attack = GradientLabelAttack(variant="general")
     labels = attack.recover(C, gradient=C.T @ (p - y) / 5)
     assert_array_equal(labels, [1, 0, -1, -1, -1])
     assert_array_equal(attack.determined_, [True, True, False, False, False])
@@ -334,17 +336,19 @@ def test_dead_relu_unit_leaves_its_examples_undetermined():
     # derivatives, and its coefficient, vanish from every equation.
     X, y = _data(n=240, weights=[0.8])
     clf = _dpsgd(X, y, hidden=(10, 6), activation="relu", batch_size=6, record=40)
-    attack = GradientLabelAttack("second_last", positive_rate_below_half=True)
     n_mixed = 0
     for record in clf.recorded_steps_:
-        Xb, truth = X[record["indices"]], y[record["indices"]]
-        zs, _, _ = _reference_pass(record["coefs"], record["intercepts"], "relu", Xb)
+        Xb, truth = X[record.indices], y[record.indices]
+        zs, _, _ = _reference_pass(record.coefs, record.intercepts, "relu", Xb)
         for neuron in range(6):
             alive = zs[1][:, neuron] > 0
             if alive.all() or not alive.any() or truth[alive].mean() >= 0.5:
                 continue
             n_mixed += 1
-            labels = attack.recover_step(clf, X, record, neuron=neuron)
+            attack = GradientLabelAttack(
+                clf, variant="second_last", neuron=neuron, positive_rate_below_half=True
+            )
+            labels = attack.fit(X, record).labels_
             assert_array_equal(labels[~alive], -1)
             assert_array_equal(labels[alive], truth[alive])
             assert_array_equal(attack.determined_, alive)
@@ -358,26 +362,33 @@ def test_dead_relu_unit_leaves_its_examples_undetermined():
 def test_second_last_with_the_positive_rate_prior(hidden):
     X, y = _data(n=240, d=10, weights=[0.8])  # with (12,): 10 + 1 equations
     clf = _dpsgd(X, y, hidden=hidden, batch_size=8, record=30)
-    right = GradientLabelAttack("second_last", positive_rate_below_half=True)
-    wrong = GradientLabelAttack("second_last", positive_rate_below_half=False)
     n_checked = 0
     for record in clf.recorded_steps_:
-        truth = y[record["indices"]]
+        truth = y[record.indices]
         if truth.mean() >= 0.5:
             continue
         n_checked += 1
         for neuron in (0, hidden[-1] - 1):
-            assert_array_equal(right.recover_step(clf, X, record, neuron=neuron), truth)
-            # the wrong prior flips the whole batch
-            assert_array_equal(
-                wrong.recover_step(clf, X, record, neuron=neuron), 1 - truth
+            right, wrong = (
+                GradientLabelAttack(
+                    clf,
+                    variant="second_last",
+                    neuron=neuron,
+                    positive_rate_below_half=p,
+                )
+                for p in (True, False)
             )
+            assert_array_equal(right.fit(X, record).labels_, truth)
+            # the wrong prior flips the whole batch
+            assert_array_equal(wrong.fit(X, record).labels_, 1 - truth)
     assert n_checked >= 25
 
 
 def test_unknown_sign_tie_is_undetermined():
     H = np.eye(4)
-    attack = GradientLabelAttack("input_malicious", positive_rate_below_half=True)
+    attack = GradientLabelAttack(
+        variant="input_malicious", positive_rate_below_half=True
+    )
     labels = attack.recover(H, gradient=np.array([0.3, -0.7, 0.4, -0.6]))
     assert_array_equal(labels, -1)
     assert attack.sign_ == 0
@@ -398,7 +409,7 @@ def test_malicious_input_layer_attack_recovers_every_label():
     params = dict(hidden=(p2, 4), batch_size=10, record=[1, 2, 3])
     # the initial weights depend only on the shapes and random_state
     init = _dpsgd(rng.standard_normal((n, p1)), y, **params).recorded_steps_[0]
-    W, b = init["coefs"][0], init["intercepts"][0]
+    W, b = init.coefs[0], init.intercepts[0]
     V = rng.standard_normal(p2)
     particular = np.linalg.lstsq(W.T, V - b, rcond=None)[0]
     basis = scipy.linalg.null_space(W.T)  # p1 x (p1 - p2)
@@ -407,13 +418,15 @@ def test_malicious_input_layer_attack_recovers_every_label():
 
     clf = _dpsgd(Xc, y, **params)
     first = clf.recorded_steps_[0]
-    assert_allclose(first["coefs"][0], W)
-    attack = GradientLabelAttack("input_malicious", positive_rate_below_half=True)
+    assert_allclose(first.coefs[0], W)
     for neuron in range(p2):
-        labels = attack.recover_step(clf, Xc, first, neuron=neuron)
-        assert_array_equal(labels, y[first["indices"]])
+        attack = GradientLabelAttack(
+            clf, variant="input_malicious", neuron=neuron, positive_rate_below_half=True
+        )
+        labels = attack.fit(Xc, first).labels_
+        assert_array_equal(labels, y[first.indices])
     # later steps moved the weights away from the construction
-    assert not np.allclose(clf.recorded_steps_[1]["coefs"][0], W)
+    assert not np.allclose(clf.recorded_steps_[1].coefs[0], W)
 
 
 # -- (f) bad input -------------------------------------------------------------
@@ -427,7 +440,7 @@ def fitted():
 
 def test_gradient_shapes_must_match(fitted):
     clf, X = fitted
-    attack = GradientLabelAttack("last_hidden")
+    attack = GradientLabelAttack(variant="last_hidden")
     with pytest.raises(ValueError, match="gradient has 4 entries but features has 3"):
         attack.recover(np.ones((5, 3)), gradient=np.ones(4))
     with pytest.raises(ValueError, match="must be a vector"):
@@ -438,16 +451,16 @@ def test_gradient_shapes_must_match(fitted):
         attack.recover(np.ones((5, 3)))
     with pytest.raises(ValueError, match="NaN"):
         attack.recover(np.ones((5, 3)), gradient=[1.0, np.nan, 0.0])
-    record = dict(clf.recorded_steps_[0])
-    record["grad_coefs"] = [record["grad_coefs"][0], np.ones((5, 1))]
-    with pytest.raises(ValueError, match=r"grad_coefs'\]\[1\] has shape \(5, 1\)"):
-        attack.recover_step(clf, X, record)
-    record = dict(clf.recorded_steps_[0])
-    record["grad_intercepts"] = record["grad_intercepts"][:1]
+    attack = GradientLabelAttack(clf, variant="last_hidden")
+    step = clf.recorded_steps_[0]
+    record = dataclasses.replace(step, grad_coefs=(step.grad_coefs[0], np.ones((5, 1))))
+    with pytest.raises(ValueError, match=r"grad_coefs\[1\] has shape \(5, 1\)"):
+        attack.fit(X, record)
+    record = dataclasses.replace(step, grad_intercepts=step.grad_intercepts[:1])
     with pytest.raises(ValueError, match="list of 2 arrays"):
-        attack.recover_step(clf, X, record)
+        attack.fit(X, record)
     with pytest.raises(ValueError, match="X has 4 features"):
-        attack.recover_step(clf, X[:, :4], clf.recorded_steps_[0])
+        attack.fit(X[:, :4], step)
     with pytest.raises(ValueError, match="model takes 5"):
         gradient_label_inputs(clf, X[:, :4])
     with pytest.raises(ValueError, match="coefs\\[0\\] has shape"):
@@ -456,21 +469,24 @@ def test_gradient_shapes_must_match(fitted):
 
 def test_batch_indices_must_be_rows_of_X(fitted):
     clf, X = fitted
-    attack = GradientLabelAttack("last_hidden")
+    attack = GradientLabelAttack(clf, variant="last_hidden")
+    step = clf.recorded_steps_[0]
     for bad in ([0, 200], [-1, 3]):
-        record = dict(clf.recorded_steps_[0], indices=np.array(bad))
+        record = dataclasses.replace(step, indices=np.array(bad))
         with pytest.raises(ValueError, match=r"rows outside \[0, 200\)"):
-            attack.recover_step(clf, X, record)
-    record = dict(clf.recorded_steps_[0], indices=np.array([0.5, 1.0]))
+            attack.fit(X, record)
+    record = dataclasses.replace(step, indices=np.array([0.5, 1.0]))
     with pytest.raises(ValueError, match="1-D array of row numbers"):
-        attack.recover_step(clf, X, record)
-    record = {k: v for k, v in clf.recorded_steps_[0].items() if k != "indices"}
-    with pytest.raises(ValueError, match="lacks the keys"):
-        attack.recover_step(clf, X, record)
-    with pytest.raises(TypeError, match="must be a dict"):
-        attack.recover_step(clf, X, [1, 2])
-    empty = dict(clf.recorded_steps_[0], indices=np.array([], dtype=int))
-    assert attack.recover_step(clf, X, empty).shape == (0,)
+        attack.fit(X, record)
+    # the dicts of earlier versions, and anything else, are refused
+    as_dict = {f.name: getattr(step, f.name) for f in dataclasses.fields(step)}
+    with pytest.raises(TypeError, match="must be a RecordedStep"):
+        attack.fit(X, as_dict)
+    with pytest.raises(TypeError, match="must be a RecordedStep"):
+        attack.fit(X, [1, 2])
+    empty = dataclasses.replace(step, indices=np.array([], dtype=int))
+    assert attack.fit(X, empty).labels_.shape == (0,)
+    assert attack.rank_ == 0
 
 
 def test_model_must_be_a_binary_network():
@@ -486,42 +502,130 @@ def test_model_must_be_a_binary_network():
     with pytest.raises(ValueError, match="for binary labels"):
         gradient_label_inputs(multiclass, X)
     with pytest.raises(ValueError, match="for binary labels"):
-        GradientLabelAttack().recover_step(multiclass, X, multiclass.recorded_steps_[0])
+        GradientLabelAttack(multiclass).fit(X, multiclass.recorded_steps_[0])
     with pytest.raises(ValueError, match="for binary labels"):
         gradient_label_inputs(_mlp("tanh", n_classes=3)[0], X[:, :3])
     with pytest.raises(TypeError, match="DPSGDClassifier or a scikit-learn MLP"):
         gradient_label_inputs(LogisticRegression().fit(X, y > 0), X)
+    with pytest.raises(TypeError, match="DPSGDClassifier or a scikit-learn MLP"):
+        GradientLabelAttack(LogisticRegression().fit(X, y > 0)).fit(
+            X, multiclass.recorded_steps_[0]
+        )
     with pytest.raises(NotFittedError):
         gradient_label_inputs(DPSGDClassifier(), X)
+    with pytest.raises(NotFittedError):
+        GradientLabelAttack(DPSGDClassifier()).fit(X, multiclass.recorded_steps_[0])
+    with pytest.raises(ValueError, match=r"use recover\(features, gradient\)"):
+        GradientLabelAttack().fit(X, multiclass.recorded_steps_[0])
 
 
 def test_variant_options_are_checked(fitted):
     clf, X = fitted
     record = clf.recorded_steps_[0]
     with pytest.raises(ValueError, match="positive_rate_below_half=True or False"):
-        GradientLabelAttack("second_last").recover_step(clf, X, record)
+        GradientLabelAttack(clf, variant="second_last").fit(X, record)
     with pytest.raises(ValueError, match="variant"):
-        GradientLabelAttack("penultimate").recover(np.eye(2), gradient=np.ones(2))
-    with pytest.raises(ValueError, match="needs slopes"):
-        GradientLabelAttack("second_last", positive_rate_below_half=True).recover(
+        GradientLabelAttack(variant="penultimate").recover(
             np.eye(2), gradient=np.ones(2)
         )
+    with pytest.raises(ValueError, match="needs slopes"):
+        GradientLabelAttack(
+            variant="second_last", positive_rate_below_half=True
+        ).recover(np.eye(2), gradient=np.ones(2))
     with pytest.raises(ValueError, match="only used by variant='second_last'"):
-        GradientLabelAttack("last_hidden").recover(
+        GradientLabelAttack(variant="last_hidden").recover(
             np.eye(2), gradient=np.ones(2), slopes=np.ones(2)
         )
     with pytest.raises(ValueError, match="add the bias derivatives as columns"):
         GradientLabelAttack().recover(np.eye(2), gradient=np.ones(2), intercept=1.0)
     with pytest.raises(ValueError, match="outside the model's 2 weight layers"):
-        GradientLabelAttack().recover_step(clf, X, record, layer=2)
+        GradientLabelAttack(clf, layer=2).fit(X, record)
     with pytest.raises(ValueError, match="only applies to variant='general'"):
-        GradientLabelAttack("last_hidden").recover_step(clf, X, record, layer=0)
+        GradientLabelAttack(clf, variant="last_hidden", layer=0).fit(X, record)
     with pytest.raises(ValueError, match=r"neuron must be an int in \[0, 6\)"):
-        GradientLabelAttack("second_last", positive_rate_below_half=True).recover_step(
-            clf, X, record, neuron=6
-        )
+        GradientLabelAttack(
+            clf, variant="second_last", neuron=6, positive_rate_below_half=True
+        ).fit(X, record)
+    with pytest.raises(InvalidParameterError, match="neuron"):
+        GradientLabelAttack(clf, variant="second_last", neuron=-1).fit(X, record)
     logistic = _dpsgd(*_data(), hidden=(), record=1)
     with pytest.raises(ValueError, match="the model has none"):
         GradientLabelAttack(
-            "input_malicious", positive_rate_below_half=False
-        ).recover_step(logistic, _data()[0], logistic.recorded_steps_[0])
+            logistic, variant="input_malicious", positive_rate_below_half=False
+        ).fit(_data()[0], logistic.recorded_steps_[0])
+
+
+# -- (g) the attack contract ----------------------------------------------------
+
+
+def test_released_model_gives_the_same_labels():
+    # release() drops recorded_steps_ (the batch indices are secret), so the
+    # step comes from the fitted model; the attack needs only the released
+    # architecture and activation.
+    X, y = _data(n=240, d=10)  # with (12,): 13, 11 and 132 equations for 8
+    clf = _dpsgd(X, y, hidden=(12,), sigma=1e-3, record=[2])
+    released = clf.release()
+    assert not hasattr(released, "recorded_steps_")
+    step = clf.recorded_steps_[0]
+    for variant, extra in [
+        ("general", {"layer": 0}),
+        ("last_hidden", {}),
+        ("second_last", {"neuron": 3, "positive_rate_below_half": True}),
+    ]:
+        on_fitted = GradientLabelAttack(clf, variant=variant, **extra).fit(X, step)
+        on_released = GradientLabelAttack(released, variant=variant, **extra).fit(
+            X, step
+        )
+        assert on_fitted.determined_.all()
+        assert_array_equal(on_released.labels_, on_fitted.labels_)
+        assert_array_equal(on_released.residuals_, on_fitted.residuals_)
+        assert on_released.rank_ == on_fitted.rank_
+
+
+@pytest.mark.parametrize(
+    "variant, extra",
+    [
+        ("general", {"layer": 0}),
+        ("last_hidden", {}),
+        ("second_last", {"neuron": 1, "positive_rate_below_half": True}),
+    ],
+)
+def test_the_project_attack_checks(fitted, variant, extra):
+    clf, X = fitted
+    step = clf.recorded_steps_[0]
+    attack = GradientLabelAttack(clf, variant=variant, **extra)
+    for clone, check in attack_checks(attack, X, step):
+        check(clone, X, step)
+
+
+def test_failed_fit_leaves_no_fitted_state(fitted):
+    clf, X = fitted
+    attack = GradientLabelAttack(clf, variant="last_hidden")
+    assert attack.fit(X, clf.recorded_steps_[0]) is attack
+    assert attack.labels_.shape == clf.recorded_steps_[0].indices.shape
+    # a step of another model, with other shapes
+    other = _dpsgd(*_data(), hidden=(3,), record=1).recorded_steps_[0]
+    with pytest.raises(ValueError, match=r"step.coefs\[0\] has shape \(5, 3\)"):
+        attack.fit(X, other)
+    for name in ("labels_", "residuals_", "determined_", "rank_", "sign_"):
+        assert not hasattr(attack, name)
+    # recover clears state on failure too
+    attack.recover(np.eye(3), gradient=np.ones(3))
+    assert hasattr(attack, "labels_")
+    with pytest.raises(ValueError, match="exactly one of gradient and update"):
+        attack.recover(np.eye(3))
+    assert not hasattr(attack, "labels_")
+
+
+def test_recorded_step_is_frozen(fitted):
+    clf, _ = fitted
+    step = clf.recorded_steps_[0]
+    assert isinstance(step, RecordedStep)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        step.divisor = 1.0
+    with pytest.raises(ValueError, match="read-only"):
+        step.grad_coefs[0][0, 0] = 1.0
+    with pytest.raises(ValueError, match="read-only"):
+        step.indices[0] = 0
+    # the arrays are copies: training on did not move the recorded weights
+    assert not np.array_equal(step.coefs[0], clf.coefs_[0])

@@ -2,6 +2,8 @@
 # SPDX-License-Identifier: BSD-3-Clause
 """DPSGDClassifier: training, accounting and the privacy report."""
 
+import dataclasses
+import itertools
 import warnings
 
 import dp_accounting
@@ -15,7 +17,7 @@ from sklearn.utils._param_validation import InvalidParameterError
 
 from sklearn_fil.accounting import gelu_clip_max_norm
 from sklearn_fil.exceptions import PrivacyLeakWarning
-from sklearn_fil.neural import DPSGDClassifier
+from sklearn_fil.neural import DPSGDClassifier, RecordedStep
 from sklearn_fil.neural._network import Network, clip_factor
 
 
@@ -504,6 +506,44 @@ def test_recorded_steps_hold_the_released_update_and_change_nothing():
         DPSGDClassifier(record_steps=[0, 1], batch_size=15).fit(X, y)
 
 
+def test_recorded_logistic_gradient_is_the_mean_batch_gradient():
+    # Written out by hand, without the Network: C far above every gradient
+    # norm (no clipping) and negligible noise, so the released gradient is the
+    # mean log-loss gradient of the batch; then weight decay and momentum.
+    X, y = _data(n=90, d=4)
+    lr, alpha, momentum = 0.4, 0.1, 0.5
+    clf = DPSGDClassifier(
+        noise_multiplier=1e-12,
+        max_grad_norm=1e2,
+        clipping="hard",
+        batch_size=15,
+        sampling="shuffle",
+        accountant="rdp",
+        learning_rate=lr,
+        alpha=alpha,
+        momentum=momentum,
+        max_iter=1,
+        record_steps=[1, 2, 3],
+        random_state=0,
+    ).fit(X, y)
+    steps = clf.recorded_steps_
+    assert all(isinstance(r, RecordedStep) for r in steps)
+    velocity = np.zeros(5)
+    for r, following in itertools.pairwise(steps):
+        w, b = r.coefs[0][:, 0], r.intercepts[0][0]
+        Xb, yb = X[r.indices], y[r.indices]
+        assert r.indices.size == 15  # the mean over the batch
+        residual = expit(Xb @ w + b) - yb
+        mean = np.append(Xb.T @ residual, residual.sum()) / Xb.shape[0]
+        released = np.append(r.grad_coefs[0][:, 0], r.grad_intercepts[0])
+        assert_allclose(released, mean, rtol=1e-6, atol=1e-9)
+        velocity = momentum * velocity + released + alpha * np.append(w, 0.0)
+        moved = np.append(following.coefs[0][:, 0], following.intercepts[0])
+        assert_allclose(moved, np.append(w, b) - lr * velocity, rtol=1e-12)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        steps[0].step = 7
+
+
 def _repro_data():
     # 20 rows, every gradient longer than C = 0.5 at the zero start (|delta|
     # = 0.5 and ||(x, 1)|| > 1), so relabelling row 0 flips its clipped
@@ -535,9 +575,7 @@ def _full_batch_release(X, y, seed, **params):
         warnings.simplefilter("ignore", PrivacyLeakWarning)  # delta >= 1/n
         clf.fit(X, y)
     step = clf.recorded_steps_[0]
-    released = np.concatenate(
-        [step.grad_coefs[0].ravel(), step.grad_intercepts[0]]
-    )
+    released = np.concatenate([step.grad_coefs[0].ravel(), step.grad_intercepts[0]])
     return clf, released
 
 
