@@ -18,6 +18,7 @@ from sklearn_fil import (
 from sklearn_fil.attacks import (
     BlackBoxAttributeInversion,
     GLMReconstructionAttack,
+    GradientLabelAttack,
     LossThresholdMembershipInference,
     WhiteBoxAttributeInversion,
 )
@@ -68,7 +69,20 @@ def _attack_cases():
     )
     irfil = IRFILRegressor(sigma=0.1, n_iter=2, tol=0, random_state=0).fit(X, y_reg)
     weights = irfil.privacy_report_["weight"].to_numpy()
+    net = DPSGDClassifier(
+        hidden_layer_sizes=(6,),
+        noise_multiplier=1e-3,
+        clipping="hard",
+        batch_size=4,
+        sampling="shuffle",
+        max_iter=1,
+        record_steps=[1],
+        random_state=0,
+    ).fit(X, y)
+    step = net.recorded_steps_[0]
     return [
+        (GradientLabelAttack(net, variant="last_hidden"), (X, step)),
+        (GradientLabelAttack(net, variant="general", layer=0), (X, step)),
         (WhiteBoxAttributeInversion(clf, attribute="d"), (X, y)),
         (WhiteBoxAttributeInversion(reg, attribute="d"), (X, y_reg)),
         (WhiteBoxAttributeInversion(irfil, attribute="d"), (X, y_reg, weights)),

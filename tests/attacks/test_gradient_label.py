@@ -26,7 +26,6 @@ from sklearn.utils._param_validation import InvalidParameterError
 from sklearn_fil.attacks import GradientLabelAttack, gradient_label_inputs
 from sklearn_fil.exceptions import PrivacyLeakWarning
 from sklearn_fil.neural import DPSGDClassifier, RecordedStep
-from sklearn_fil.utils.estimator_checks import attack_checks
 
 ACTIVATIONS = {
     "tanh": (np.tanh, lambda z: 1.0 - np.tanh(z) ** 2),
@@ -580,22 +579,6 @@ def test_released_model_gives_the_same_labels():
         assert_array_equal(on_released.labels_, on_fitted.labels_)
         assert_array_equal(on_released.residuals_, on_fitted.residuals_)
         assert on_released.rank_ == on_fitted.rank_
-
-
-@pytest.mark.parametrize(
-    "variant, extra",
-    [
-        ("general", {"layer": 0}),
-        ("last_hidden", {}),
-        ("second_last", {"neuron": 1, "positive_rate_below_half": True}),
-    ],
-)
-def test_the_project_attack_checks(fitted, variant, extra):
-    clf, X = fitted
-    step = clf.recorded_steps_[0]
-    attack = GradientLabelAttack(clf, variant=variant, **extra)
-    for clone, check in attack_checks(attack, X, step):
-        check(clone, X, step)
 
 
 def test_failed_fit_leaves_no_fitted_state(fitted):
