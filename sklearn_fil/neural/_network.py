@@ -238,7 +238,7 @@ class Network(DenseNetwork):
         xp = self.xp
         K = self.coefs[-1].shape[1]
         directions = np.eye(K) if K == 1 else np.vstack([np.eye(K), np.ones(K)])
-        dd = -_backend.asarray(directions, xp, _backend.device(deltas[-1]))[None]
+        dd = -_backend.asarray(directions, xp, _backend.device(deltas[-1]))[None, ...]
         gg = g_dg = 0.0
         for layer in range(len(self.coefs) - 1, -1, -1):
             a, d = acts[layer], deltas[layer]
