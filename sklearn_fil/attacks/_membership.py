@@ -4,6 +4,8 @@ The attack guesses that an example was in the training set of a model when the
 model's loss on it is at most a threshold. Its membership advantage ``TPR - FPR``
 lower-bounds the epsilon of any (epsilon, delta)-DP guarantee the training
 procedure could have: the private helpers below convert in both directions.
+Threshold-free, the loss as a score gives the ROC curve, its AUC and the TPR at
+a low FPR (Carlini et al., 2022), all from :mod:`sklearn.metrics`.
 """
 
 # Authors: The sklearn-fil developers
@@ -17,6 +19,7 @@ import numpy as np
 import pandas as pd
 from scipy.stats import beta
 from sklearn.base import BaseEstimator
+from sklearn.metrics import roc_auc_score, roc_curve
 from sklearn.model_selection import train_test_split
 from sklearn.utils.validation import check_consistent_length, check_is_fitted
 
@@ -34,6 +37,7 @@ _REPORT_COLUMNS = [
     "fpr",
     "advantage",
     "epsilon_lower_bound",
+    "auc",
 ]
 
 
@@ -125,8 +129,44 @@ def _membership_array(membership, n_samples=None):
     return membership
 
 
-def _rates(predicted, member, delta):
-    """Counts, rates, advantage and implied epsilon of one set of rows."""
+def _check_fpr_levels(fpr_levels):
+    """``fpr_levels`` as a float64 1d array of distinct values in (0, 1)."""
+    try:
+        levels = np.asarray(fpr_levels, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(
+            f"fpr_levels must be real numbers in (0, 1), got {fpr_levels!r}."
+        ) from exc
+    if levels.ndim != 1 or levels.size == 0:
+        raise ValueError(
+            f"fpr_levels must be a non-empty 1d sequence, got {fpr_levels!r}."
+        )
+    if not ((levels > 0.0) & (levels < 1.0)).all():
+        raise ValueError(
+            f"fpr_levels must lie in the open interval (0, 1), got {fpr_levels!r}."
+        )
+    if np.unique(levels).size != levels.size:
+        raise ValueError(f"fpr_levels must be distinct, got {fpr_levels!r}.")
+    return levels
+
+
+def _tpr_at_fpr(fpr, tpr, levels, n_nonmembers):
+    """Largest TPR among the ROC points with FPR <= each level.
+
+    The conservative reading of Carlini et al. (2022): no interpolation
+    between ROC points. A level below ``1 / n_nonmembers`` allows no false
+    positive at all and gives NaN, not the TPR of the empty allowance.
+    """
+    out = np.full(levels.size, np.nan)
+    for k, level in enumerate(levels):
+        if level >= 1.0 / n_nonmembers:
+            # (0, 0) is always an ROC point, so the set is never empty
+            out[k] = tpr[fpr <= level].max()
+    return out
+
+
+def _rates(predicted, member, delta, score):
+    """Counts, rates, advantage, implied epsilon and AUC of one set of rows."""
     n_members = int(member.sum())
     n_nonmembers = int(member.size - n_members)
     tpr = predicted[member].mean() if n_members else math.nan
@@ -139,6 +179,7 @@ def _rates(predicted, member, delta):
         "fpr": float(fpr),
         "advantage": float(tpr - fpr),
         "epsilon_lower_bound": _implied_epsilon(tpr, fpr, delta) if both else math.nan,
+        "auc": float(roc_auc_score(member, score)) if both else math.nan,
     }
 
 
@@ -163,6 +204,14 @@ class LossThresholdMembershipInference(BaseEstimator):
     TPR)))``, reported as ``epsilon_lower_bound_`` (0 when nothing positive is
     implied, ``inf`` when a denominator is 0).
 
+    The threshold is one point of a trade-off. Read as a score (lower loss:
+    more likely a member), the loss gives the whole ROC curve of the attack
+    on the held-out half (``roc_``), its area ``auc_`` and the TPR at low
+    FPRs (``tpr_at_fpr_``), the metrics of Carlini et al. (2022): an attack
+    that identifies a few members with near certainty is a privacy failure
+    even when its average accuracy, or its AUC, is close to chance. A random
+    guess has ``auc_ = 0.5`` and TPR equal to the FPR at every level.
+
     Parameters
     ----------
     model : estimator
@@ -181,6 +230,9 @@ class LossThresholdMembershipInference(BaseEstimator):
     delta : float, default=0.0
         The delta of the (epsilon, delta) guarantee against which the epsilon
         lower bounds are computed, in [0, 1).
+    fpr_levels : array-like of shape (n_levels,), default=(0.001, 0.01)
+        False-positive rates at which ``tpr_at_fpr_`` reports the true-positive
+        rate: distinct values in (0, 1).
     random_state : int, RandomState instance or None, default=None
         Seed of the split.
 
@@ -190,10 +242,12 @@ class LossThresholdMembershipInference(BaseEstimator):
         Loss threshold of the attack: a row is a predicted member when its
         loss is ``<= threshold_``.
     tpr_ : float
-        True-positive rate on the held-out half (members predicted members).
+        True-positive rate of the rule ``loss <= threshold_`` on the held-out
+        half (members predicted members); not to be confused with
+        ``tpr_at_fpr_``, the TPR of the whole score at fixed FPRs.
     fpr_ : float
-        False-positive rate on the held-out half (non-members predicted
-        members).
+        False-positive rate of the rule ``loss <= threshold_`` on the held-out
+        half (non-members predicted members).
     advantage_ : float
         Membership advantage ``tpr_ - fpr_`` on the held-out half.
     epsilon_lower_bound_ : float
@@ -205,12 +259,33 @@ class LossThresholdMembershipInference(BaseEstimator):
         implied epsilon at the Clopper-Pearson lower bound of the TPR and
         upper bound of the FPR, each at level 97.5% (so both hold jointly
         with probability at least 95%).
+    roc_ : pandas.DataFrame
+        ROC curve of the loss as a membership score on the held-out half,
+        from :func:`sklearn.metrics.roc_curve` with every distinct loss a
+        point: columns ``fpr``, ``tpr`` and ``loss_threshold`` (the rule
+        ``loss <= loss_threshold``; the first row, ``-inf``, predicts no
+        member), in order of increasing FPR, from (0, 0) to (1, 1). It does
+        not depend on ``threshold_``.
+    auc_ : float
+        Area under ``roc_``, :func:`sklearn.metrics.roc_auc_score`: the
+        probability that a held-out member has a lower loss than a held-out
+        non-member, ties counting one half. A random guess scores 0.5; a
+        sample of ``m`` members and ``n`` non-members gives it a standard
+        error of about ``sqrt((m + n + 1) / (12 m n))`` even then.
+    tpr_at_fpr_ : pandas.Series
+        Largest TPR among the points of ``roc_`` with FPR at most each
+        level of ``fpr_levels`` (the index, named ``fpr``): the conservative
+        reading of Carlini et al. (2022), with no interpolation between
+        points. NaN for a level below ``1 / n_nonmembers`` (the held-out
+        non-members, ``report_.loc["all", "n_nonmembers"]``): such an FPR is
+        not resolvable, so 0.1% needs at least 1000 held-out non-members. A
+        random guess has TPR equal to the level.
     report_ : pandas.DataFrame
         Held-out results, indexed by ``group``: a row ``"all"`` and, when
         ``groups`` was given, one row per group value. Columns
-        ``n_members``, ``n_nonmembers``, ``tpr``, ``fpr``, ``advantage`` and
-        ``epsilon_lower_bound`` (NaN where a group has no held-out members or
-        no held-out non-members).
+        ``n_members``, ``n_nonmembers``, ``tpr``, ``fpr``, ``advantage``,
+        ``epsilon_lower_bound`` and ``auc`` (the last three NaN where a group
+        has no held-out members or no held-out non-members).
     n_features_in_ : int
         Number of features of ``model``, when it has ``n_features_in_``.
     feature_names_in_ : ndarray of shape (`n_features_in_`,)
@@ -219,6 +294,8 @@ class LossThresholdMembershipInference(BaseEstimator):
     See Also
     --------
     attack_report : Attack success by FIL quantile bin and by group.
+    sklearn_fil.plotting.MembershipROCDisplay : Draws ``roc_`` with the
+        chance diagonal.
 
     Notes
     -----
@@ -240,6 +317,9 @@ class LossThresholdMembershipInference(BaseEstimator):
     Jagielski, M., Ullman, J. and Oprea, A. "Auditing differentially private
     machine learning: how private is private SGD?" NeurIPS 2020.
 
+    Carlini, N., Chien, S., Nasr, M., Song, S., Terzis, A. and Tramer, F.
+    "Membership inference attacks from first principles." IEEE S&P 2022.
+
     Examples
     --------
     >>> import numpy as np
@@ -258,8 +338,16 @@ class LossThresholdMembershipInference(BaseEstimator):
     0.46
     >>> attack.epsilon_lower_bound_, round(attack.epsilon_lower_bound_ci_, 2)
     (inf, 1.5)
+    >>> round(attack.auc_, 2)
+    0.73
+    >>> attack.roc_.columns.tolist()
+    ['fpr', 'tpr', 'loss_threshold']
+    >>> # 50 held-out non-members: an FPR below 1/50 is not resolvable
+    >>> attack.tpr_at_fpr_.tolist()
+    [nan, nan]
     >>> attack.report_.columns.tolist()
-    ['n_members', 'n_nonmembers', 'tpr', 'fpr', 'advantage', 'epsilon_lower_bound']
+    ['n_members', 'n_nonmembers', 'tpr', 'fpr', 'advantage', 'epsilon_lower_bound',
+     'auc']
     """
 
     _parameter_constraints: ClassVar[dict] = {
@@ -273,16 +361,25 @@ class LossThresholdMembershipInference(BaseEstimator):
             Interval(Integral, 1, None, closed="left"),
         ],
         "delta": [Interval(Real, 0, 1, closed="left")],
+        "fpr_levels": ["array-like"],
         "random_state": ["random_state"],
     }
 
     def __init__(
-        self, model, *, threshold="auto", test_size=0.5, delta=0.0, random_state=None
+        self,
+        model,
+        *,
+        threshold="auto",
+        test_size=0.5,
+        delta=0.0,
+        fpr_levels=(0.001, 0.01),
+        random_state=None,
     ):
         self.model = model
         self.threshold = threshold
         self.test_size = test_size
         self.delta = delta
+        self.fpr_levels = fpr_levels
         self.random_state = random_state
 
     def fit(self, X, y, membership, groups=None):
@@ -311,7 +408,8 @@ class LossThresholdMembershipInference(BaseEstimator):
         ValueError
             When the lengths differ, ``membership`` is not 0/1 or lacks one
             class in a half of the split, ``groups`` contains ``"all"``, ``y``
-            has labels the model does not know or a loss is not finite.
+            has labels the model does not know, a loss is not finite or
+            ``fpr_levels`` are not distinct values in (0, 1).
         TypeError
             When ``model`` has neither ``predict_proba`` nor ``predict``.
         sklearn.exceptions.NotFittedError
@@ -322,6 +420,7 @@ class LossThresholdMembershipInference(BaseEstimator):
     @_fit_context(prefer_skip_nested_validation=False)
     def _fit(self, X, y, membership, groups):
         check_consistent_length(X, y, membership, groups)
+        levels = _check_fpr_levels(self.fpr_levels)
         member = _membership_array(membership)
         counts = np.bincount(member, minlength=2)
         if counts.min() < 2:
@@ -364,18 +463,33 @@ class LossThresholdMembershipInference(BaseEstimator):
             threshold = _best_threshold(loss[first], member[first])
         else:
             threshold = float(self.threshold)
-        predicted = loss[held_out] <= threshold
+        held_loss = loss[held_out]
+        predicted = held_loss <= threshold
         held_member = member[held_out]
-        overall = _rates(predicted, held_member, self.delta)
+        overall = _rates(predicted, held_member, self.delta, -held_loss)
         table = {"all": overall}
         if groups is not None:
             held_groups = groups[held_out]
             for value in np.unique(groups):
                 mask = held_groups == value
                 key = value.item() if isinstance(value, np.generic) else value
-                table[key] = _rates(predicted[mask], held_member[mask], self.delta)
+                table[key] = _rates(
+                    predicted[mask], held_member[mask], self.delta, -held_loss[mask]
+                )
         report = pd.DataFrame.from_dict(table, orient="index", columns=_REPORT_COLUMNS)
         report.index.name = "group"
+        # score -loss >= s  <=>  loss <= -s; + 0.0 turns -0.0 into 0.0
+        roc_fpr, roc_tpr, roc_score = roc_curve(
+            held_member, -held_loss, drop_intermediate=False
+        )
+        roc = pd.DataFrame(
+            {"fpr": roc_fpr, "tpr": roc_tpr, "loss_threshold": -roc_score + 0.0}
+        )
+        tpr_at_fpr = pd.Series(
+            _tpr_at_fpr(roc_fpr, roc_tpr, levels, overall["n_nonmembers"]),
+            index=pd.Index(levels, name="fpr"),
+            name="tpr",
+        )
 
         self.threshold_ = threshold
         self.tpr_ = overall["tpr"]
@@ -389,6 +503,9 @@ class LossThresholdMembershipInference(BaseEstimator):
             overall["n_nonmembers"],
             self.delta,
         )
+        self.roc_ = roc
+        self.auc_ = overall["auc"]
+        self.tpr_at_fpr_ = tpr_at_fpr
         self.report_ = report
         for name in ("n_features_in_", "feature_names_in_"):
             if hasattr(self.model, name):

@@ -13,6 +13,7 @@ display is drawn: ``pip install sklearn-fil[plot]``.
 
 from sklearn_fil.plotting._attacks import (
     AttackSuccessDisplay,
+    MembershipROCDisplay,
     ReconstructionBoundDisplay,
 )
 from sklearn_fil.plotting._distributions import (
@@ -29,6 +30,7 @@ __all__ = [
     "FILHistogramDisplay",
     "IRFILConvergenceDisplay",
     "MSEBoundDisplay",
+    "MembershipROCDisplay",
     "PerInstanceEpsilonDisplay",
     "ReconstructionBoundDisplay",
 ]

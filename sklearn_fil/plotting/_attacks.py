@@ -5,9 +5,11 @@
 
 import numpy as np
 import pandas as pd
+from sklearn.metrics import roc_auc_score, roc_curve
 from sklearn.utils.validation import check_is_fitted
 
 from sklearn_fil.attacks import attack_report
+from sklearn_fil.attacks._membership import _membership_array
 from sklearn_fil.plotting._base import (
     _axes,
     _check_frame,
@@ -462,3 +464,285 @@ class ReconstructionBoundDisplay:
             name=name,
         )
         return display.plot(ax=ax, highlight_below=highlight_below, **kwargs)
+
+
+class MembershipROCDisplay:
+    """ROC curve of a membership attack, with the chance diagonal.
+
+    Each point is the (false-positive rate, true-positive rate) of one
+    threshold on the attack's membership score. A random guess lies on the
+    diagonal TPR = FPR (AUC 0.5), drawn for reference. By default both axes
+    are logarithmic, as in Carlini et al. (2022): what matters for privacy
+    is the TPR at a low FPR (a few members identified with near certainty),
+    which a linear plot squeezes into its corner. Points with a zero
+    coordinate have no place on a log axis; the curve runs off the axes
+    there.
+
+    Create it with :meth:`from_estimator` (a fitted
+    :class:`~sklearn_fil.attacks.LossThresholdMembershipInference`, whose
+    held-out ``roc_`` it draws) or :meth:`from_predictions` (membership and
+    scores). Draw several attacks on one axes by calling a ``from_*`` method
+    with the same ``ax`` and a ``name`` for each.
+
+    Parameters
+    ----------
+    fpr : array-like of shape (n_points,)
+        False-positive rates, in [0, 1] and non-decreasing.
+    tpr : array-like of shape (n_points,)
+        True-positive rates, in [0, 1] and non-decreasing.
+    roc_auc : float, default=None
+        Area under the curve, shown in the legend; None shows none.
+    name : str, default=None
+        Name of the attack, for the legend.
+
+    Attributes
+    ----------
+    ax_ : matplotlib Axes
+        Axes of the plot.
+    figure_ : matplotlib Figure
+        Figure of ``ax_``.
+    line_ : matplotlib Line2D
+        The ROC curve.
+    chance_level_ : matplotlib Line2D or None
+        The diagonal TPR = FPR; None with ``plot_chance_level=False``.
+
+    See Also
+    --------
+    sklearn_fil.attacks.LossThresholdMembershipInference : The attack, with
+        ``roc_``, ``auc_`` and ``tpr_at_fpr_``.
+    sklearn.metrics.RocCurveDisplay : scikit-learn's ROC display, on linear
+        axes.
+
+    References
+    ----------
+    Carlini, Chien, Nasr, Song, Terzis & Tramer (2022), *Membership
+    inference attacks from first principles*, IEEE S&P.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn.neighbors import KNeighborsClassifier
+    >>> from sklearn_fil.attacks import LossThresholdMembershipInference
+    >>> from sklearn_fil.plotting import MembershipROCDisplay
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.normal(size=(200, 3))
+    >>> y = rng.integers(0, 2, size=200)
+    >>> member = np.arange(200) < 100
+    >>> model = KNeighborsClassifier(n_neighbors=1).fit(X[member], y[member])
+    >>> attack = LossThresholdMembershipInference(model, random_state=0)
+    >>> display = MembershipROCDisplay.from_estimator(attack.fit(X, y, member))
+    >>> display.line_.get_label()
+    'AUC = 0.73'
+    >>> display.chance_level_.get_label()
+    'chance (AUC = 0.5)'
+    """
+
+    def __init__(self, *, fpr, tpr, roc_auc=None, name=None):
+        self.fpr = fpr
+        self.tpr = tpr
+        self.roc_auc = roc_auc
+        self.name = name
+
+    def plot(
+        self,
+        ax=None,
+        *,
+        name=None,
+        log_scale=True,
+        plot_chance_level=True,
+        chance_level_kw=None,
+        **kwargs,
+    ):
+        """Draw the ROC curve and the chance diagonal.
+
+        Parameters
+        ----------
+        ax : matplotlib Axes, default=None
+            Axes to draw on; None creates a figure.
+        name : str, default=None
+            Name for the legend; None uses the display's ``name``.
+        log_scale : bool, default=True
+            Logarithmic axes, to read the TPR at low FPR; False draws the
+            linear unit square.
+        plot_chance_level : bool, default=True
+            Draw the diagonal TPR = FPR of a random guess.
+        chance_level_kw : dict, default=None
+            Passed to ``Axes.plot`` for the diagonal.
+        **kwargs : dict
+            Passed to ``Axes.plot`` for the curve.
+
+        Returns
+        -------
+        display : MembershipROCDisplay
+            The display, with its artists.
+        """
+        fpr = _check_values(self.fpr, "fpr")
+        tpr = _check_values(self.tpr, "tpr")
+        if fpr.shape != tpr.shape:
+            raise ValueError(
+                f"fpr and tpr must have the same length, got {fpr.size} and {tpr.size}."
+            )
+        for values, label in ((fpr, "fpr"), (tpr, "tpr")):
+            if not ((values >= 0) & (values <= 1)).all():
+                raise ValueError(f"{label} must lie in [0, 1].")
+            if (np.diff(values) < 0).any():
+                raise ValueError(f"{label} must be non-decreasing along the curve.")
+        name = self.name if name is None else name
+        if self.roc_auc is None:
+            label = name
+        elif name is None:
+            label = f"AUC = {self.roc_auc:.2f}"
+        else:
+            label = f"{name} (AUC = {self.roc_auc:.2f})"
+        ax, figure = _axes(ax, f"{type(self).__name__}.plot")
+        line_kw = kwargs if label is None else {"label": label, **kwargs}
+        (self.line_,) = ax.plot(fpr, tpr, **line_kw)
+        self.chance_level_ = None
+        if plot_chance_level:
+            if log_scale:
+                positive = np.concatenate([fpr[fpr > 0], tpr[tpr > 0]])
+                low = positive.min() if positive.size else 1e-3
+            else:
+                low = 0.0
+            chance_kw = {
+                "color": "k",
+                "linestyle": "--",
+                "linewidth": 1,
+                "label": "chance (AUC = 0.5)",
+                **(chance_level_kw or {}),
+            }
+            (self.chance_level_,) = ax.plot([low, 1.0], [low, 1.0], **chance_kw)
+        if log_scale:
+            ax.set_xscale("log")
+            ax.set_yscale("log")
+        else:
+            ax.set(xlim=(-0.01, 1.01), ylim=(-0.01, 1.01), aspect="equal")
+        ax.set_xlabel("false-positive rate (non-members called members)")
+        ax.set_ylabel("true-positive rate (members called members)")
+        if ax.get_legend_handles_labels()[1]:
+            ax.legend(loc="lower right")
+        self.ax_, self.figure_ = ax, figure
+        return self
+
+    @classmethod
+    def from_estimator(
+        cls,
+        attack,
+        *,
+        name=None,
+        log_scale=True,
+        plot_chance_level=True,
+        chance_level_kw=None,
+        ax=None,
+        **kwargs,
+    ):
+        """Draw the held-out ROC curve of a fitted membership attack.
+
+        Parameters
+        ----------
+        attack : LossThresholdMembershipInference
+            Fitted membership attack, with ``roc_`` and ``auc_``.
+        name : str, default=None
+            Name for the legend.
+        log_scale : bool, default=True
+            Logarithmic axes; see :meth:`plot`.
+        plot_chance_level : bool, default=True
+            Draw the diagonal TPR = FPR of a random guess.
+        chance_level_kw : dict, default=None
+            Passed to ``Axes.plot`` for the diagonal.
+        ax : matplotlib Axes, default=None
+            Axes to draw on; None creates a figure.
+        **kwargs : dict
+            Passed to ``Axes.plot`` for the curve.
+
+        Returns
+        -------
+        display : MembershipROCDisplay
+            The drawn display.
+        """
+        check_is_fitted(attack)
+        roc = getattr(attack, "roc_", None)
+        if roc is None:
+            raise TypeError(
+                f"{cls.__name__}.from_estimator needs a fitted membership attack "
+                f"with roc_ (LossThresholdMembershipInference); got "
+                f"{type(attack).__name__}."
+            )
+        caller = f"{cls.__name__}.from_estimator"
+        display = cls(
+            fpr=_report_column(roc, "fpr", caller),
+            tpr=_report_column(roc, "tpr", caller),
+            roc_auc=getattr(attack, "auc_", None),
+            name=name,
+        )
+        return display.plot(
+            ax=ax,
+            log_scale=log_scale,
+            plot_chance_level=plot_chance_level,
+            chance_level_kw=chance_level_kw,
+            **kwargs,
+        )
+
+    @classmethod
+    def from_predictions(
+        cls,
+        membership,
+        scores,
+        *,
+        name=None,
+        log_scale=True,
+        plot_chance_level=True,
+        chance_level_kw=None,
+        ax=None,
+        **kwargs,
+    ):
+        """Compute the ROC curve of membership scores and draw it.
+
+        Parameters
+        ----------
+        membership : array-like of shape (n_samples,)
+            True membership, 1 (True) for members; both values must occur.
+        scores : array-like of shape (n_samples,)
+            Membership scores, higher for a more likely member, e.g. the
+            attack's ``decision_function`` on rows it did not choose its
+            threshold on.
+        name : str, default=None
+            Name for the legend.
+        log_scale : bool, default=True
+            Logarithmic axes; see :meth:`plot`.
+        plot_chance_level : bool, default=True
+            Draw the diagonal TPR = FPR of a random guess.
+        chance_level_kw : dict, default=None
+            Passed to ``Axes.plot`` for the diagonal.
+        ax : matplotlib Axes, default=None
+            Axes to draw on; None creates a figure.
+        **kwargs : dict
+            Passed to ``Axes.plot`` for the curve.
+
+        Returns
+        -------
+        display : MembershipROCDisplay
+            The drawn display.
+        """
+        member = _membership_array(membership)
+        scores = _check_values(scores, "scores")
+        if scores.shape != member.shape:
+            raise ValueError(
+                f"membership and scores must have the same length, got "
+                f"{member.size} and {scores.size}."
+            )
+        if member.all() or not member.any():
+            raise ValueError("membership must contain both members and non-members.")
+        if not np.isfinite(scores).all():
+            raise ValueError("scores must be finite.")
+        fpr, tpr, _ = roc_curve(member, scores, drop_intermediate=False)
+        display = cls(
+            fpr=fpr, tpr=tpr, roc_auc=float(roc_auc_score(member, scores)), name=name
+        )
+        return display.plot(
+            ax=ax,
+            log_scale=log_scale,
+            plot_chance_level=plot_chance_level,
+            chance_level_kw=chance_level_kw,
+            **kwargs,
+        )

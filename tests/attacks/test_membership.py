@@ -11,7 +11,7 @@ import pytest
 from numpy.testing import assert_allclose, assert_array_equal
 from scipy.stats import binomtest
 from sklearn.base import clone
-from sklearn.dummy import DummyRegressor
+from sklearn.dummy import DummyClassifier, DummyRegressor
 from sklearn.exceptions import NotFittedError
 from sklearn.frozen import FrozenEstimator
 from sklearn.linear_model import LogisticRegression
@@ -27,6 +27,7 @@ from sklearn_fil.attacks._membership import (
     _best_threshold,
     _implied_epsilon,
     _max_advantage,
+    _tpr_at_fpr,
 )
 
 
@@ -272,6 +273,207 @@ def test_frozen_model_survives_clone():
     attack = LossThresholdMembershipInference(FrozenEstimator(model), random_state=0)
     fitted = clone(attack).fit(X, y, member)
     assert fitted.tpr_ == 1.0
+
+
+# -- ROC curve, AUC and TPR at low FPR -----------------------------------------
+
+
+def _pair_count_auc(loss, member):
+    """Mann-Whitney: share of (member, non-member) pairs the loss orders right."""
+    diff = loss[~member][None, :] - loss[member][:, None]  # > 0: member lower
+    return ((diff > 0).sum() + 0.5 * (diff == 0).sum()) / diff.size
+
+
+def _threshold_sweep(loss, member, levels):
+    """ROC points of ``loss <= t`` over every distinct loss, and TPR at FPR.
+
+    The TPR at a level is the largest TPR among points with FPR <= level
+    (NaN below 1 / n_nonmembers), by looping over the thresholds.
+    """
+    n_m, n_nm = int(member.sum()), int((~member).sum())
+    thresholds = np.concatenate([[-np.inf], np.unique(loss)])
+    points = []
+    for t in thresholds:
+        pred = loss <= t
+        points.append((pred[~member].sum() / n_nm, pred[member].sum() / n_m))
+    fpr, tpr = np.array(points).T
+    at = []
+    for level in levels:
+        if level < 1 / n_nm:
+            at.append(np.nan)
+        else:
+            at.append(max(t for f, t in points if f <= level))
+    return thresholds, fpr, tpr, np.array(at)
+
+
+def _losses_attack(loss_values, member, **params):
+    """An attack whose per-row loss is ``loss_values`` (a zero regressor, y^2)."""
+    y = np.sqrt(loss_values)
+    X = np.zeros((y.size, 1))
+    model = DummyRegressor(strategy="constant", constant=0.0).fit(X, y)
+    attack = LossThresholdMembershipInference(model, **params).fit(X, y, member)
+    return attack, X, y
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+@pytest.mark.parametrize("ties", [True, False])
+def test_roc_auc_and_tpr_at_fpr_match_brute_force(seed, ties):
+    # 2500 non-members leave > 1000 held out: both default levels resolvable.
+    rng = np.random.default_rng(seed)
+    n = 5000
+    member = rng.random(n) < 0.5
+    shift = np.where(member, 0.0, 0.3)  # members tend to have smaller losses
+    loss = rng.exponential(size=n) + shift
+    if ties:
+        loss = np.round(loss, 1)  # about 60 distinct values
+    attack, _, _ = _losses_attack(loss, member, random_state=seed)
+    _, held = _halves(member, random_state=seed)
+    h_loss, h_member = loss[held], member[held]
+    assert (~h_member).sum() >= 1000
+
+    assert attack.auc_ == pytest.approx(_pair_count_auc(h_loss, h_member), abs=1e-12)
+    assert 0.55 < attack.auc_ < 0.75  # a non-trivial curve
+
+    thresholds, fpr, tpr, at = _threshold_sweep(h_loss, h_member, (0.001, 0.01))
+    roc = attack.roc_
+    assert roc.columns.tolist() == ["fpr", "tpr", "loss_threshold"]
+    assert_allclose(roc["loss_threshold"], thresholds, rtol=1e-12)
+    assert_allclose(roc["fpr"], fpr, rtol=0, atol=1e-15)
+    assert_allclose(roc["tpr"], tpr, rtol=0, atol=1e-15)
+    assert_array_equal(attack.tpr_at_fpr_.index, [0.001, 0.01])
+    assert attack.tpr_at_fpr_.index.name == "fpr"
+    assert_allclose(attack.tpr_at_fpr_.to_numpy(), at, rtol=0, atol=1e-15)
+    assert np.isfinite(at).all()
+    # the chosen threshold's held-out rates are one point of the curve
+    on_curve = np.isclose(roc["fpr"], attack.fpr_) & np.isclose(roc["tpr"], attack.tpr_)
+    assert on_curve.any()
+
+
+def test_tpr_at_fpr_is_nan_below_one_false_positive():
+    # 100 held-out non-members: FPR 0.01 is one false positive, 0.0099 none.
+    rng = np.random.default_rng(13)
+    member = np.arange(400) % 2 == 0
+    loss = rng.exponential(size=400) + np.where(member, 0.0, 0.5)
+    levels = [0.5, 0.01, 0.0099]
+    attack, _, _ = _losses_attack(loss, member, fpr_levels=levels, random_state=0)
+    assert attack.report_.loc["all", "n_nonmembers"] == 100
+    _, held = _halves(member, random_state=0)
+    _, _, _, at = _threshold_sweep(loss[held], member[held], levels)
+    assert_array_equal(attack.tpr_at_fpr_.index, levels)  # in the given order
+    assert_allclose(attack.tpr_at_fpr_.to_numpy(), at, rtol=0, atol=1e-15)
+    assert np.isnan(attack.tpr_at_fpr_[0.0099])
+    assert not np.isnan(attack.tpr_at_fpr_[0.01])
+    assert attack.tpr_at_fpr_[0.5] >= attack.tpr_at_fpr_[0.01]
+
+
+def test_tpr_at_fpr_takes_the_best_point_without_interpolating():
+    # A hand ROC of 10 non-members: steps of FPR 0.1.
+    fpr = np.array([0.0, 0.0, 0.1, 0.1, 0.5, 1.0])
+    tpr = np.array([0.0, 0.2, 0.2, 0.6, 0.9, 1.0])
+    levels = np.array([0.05, 0.1, 0.3, 0.99])
+    # 0.05 < 1/10: not resolvable. 0.3: the best point with FPR <= 0.3 is
+    # (0.1, 0.6); the straight line to (0.5, 0.9) would claim 0.75.
+    assert_array_equal(_tpr_at_fpr(fpr, tpr, levels, 10), [np.nan, 0.6, 0.6, 0.9])
+
+
+def test_report_auc_per_group_and_nan_without_both_classes():
+    rng = np.random.default_rng(14)
+    n = 600
+    member = rng.random(n) < 0.5
+    loss = rng.exponential(size=n) + np.where(member, 0.0, 0.4)
+    groups = rng.choice(["a", "b"], size=n).astype(object)
+    groups[member & (rng.random(n) < 0.1)] = "only members"
+    attack, X, y = _losses_attack(loss, member, random_state=3)
+    attack.fit(X, y, member, groups=groups)
+    report = attack.report_
+    assert report.columns[-1] == "auc"
+    _, held = _halves(member, random_state=3)
+    for g in ("a", "b"):
+        rows = held[groups[held] == g]
+        expected = _pair_count_auc(loss[rows], member[rows])
+        assert report.loc[g, "auc"] == pytest.approx(expected, abs=1e-12)
+    assert np.isnan(report.loc["only members", "auc"])
+    assert report.loc["only members", "n_nonmembers"] == 0
+    assert report.loc["all", "auc"] == attack.auc_
+
+
+def test_overfitted_tree_auc_is_three_quarters():
+    # As in test_overfitted_tree_has_large_advantage: members have loss 0, a
+    # non-member loss 0 with probability 1/2 (a tie, counting 1/2) and a huge
+    # loss otherwise, so AUC = 1/2 + 1/2 * 1/2 with standard error 0.025.
+    # Every member ties with about half the non-members: no threshold has a
+    # TPR above 0 at an FPR of 1%, whatever the AUC.
+    X, y = _random_labels(400, 5, seed=0)
+    member = np.arange(400) < 200
+    model = DecisionTreeClassifier(random_state=0).fit(X[member], y[member])
+    attack = LossThresholdMembershipInference(
+        model, fpr_levels=[0.01, 0.9], random_state=0
+    ).fit(X, y, member)
+    assert attack.auc_ > 0.65
+    assert abs(attack.auc_ - 0.75) <= 3 * 0.025
+    assert attack.tpr_at_fpr_[0.01] == 0.0
+    assert attack.tpr_at_fpr_[0.9] == 1.0
+
+
+def test_memorising_regressor_has_auc_one():
+    rng = np.random.default_rng(4)
+    X = rng.normal(size=(200, 3))
+    y = rng.normal(size=200)
+    member = np.arange(200) < 100
+    model = KNeighborsRegressor(n_neighbors=1).fit(X[member], y[member])
+    attack = LossThresholdMembershipInference(
+        model, fpr_levels=[0.02, 0.5], random_state=0
+    ).fit(X, y, member)
+    assert attack.auc_ == 1.0
+    assert_array_equal(attack.tpr_at_fpr_, [1.0, 1.0])
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_data_independent_model_auc_is_chance(seed):
+    # The model never saw the "members". Under that null hypothesis the AUC
+    # (continuous scores) has mean 1/2 and variance (m + n + 1) / (12 m n)
+    # (Hanley & McNeil, 1982); a 4-sigma band fails with probability 6e-5.
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(1400, 4))
+    y = (X @ np.array([1.0, -1.0, 0.5, 0.0]) + rng.logistic(size=1400) > 0) * 1
+    model = LogisticRegression().fit(X[:400], y[:400])
+    X, y = X[400:], y[400:]
+    member = rng.permutation(1000) < 500
+    attack = LossThresholdMembershipInference(model, random_state=0).fit(X, y, member)
+    m = n = 250
+    se = math.sqrt((m + n + 1) / (12 * m * n))
+    assert abs(attack.auc_ - 0.5) <= 4 * se
+
+
+def test_uniform_dummy_ties_everything_at_auc_one_half():
+    X, y = _random_labels(100, 2, seed=15)
+    member = np.arange(100) < 50
+    model = DummyClassifier(strategy="uniform").fit(X[member], y[member])
+    attack = LossThresholdMembershipInference(model, random_state=0).fit(X, y, member)
+    assert attack.auc_ == 0.5
+    assert attack.roc_[["fpr", "tpr"]].to_numpy().tolist() == [[0, 0], [1, 1]]
+
+
+@pytest.mark.parametrize(
+    "fpr_levels, match",
+    [
+        ((), "non-empty 1d"),
+        ([[0.1, 0.2]], "non-empty 1d"),
+        ((0.0, 0.01), r"open interval \(0, 1\)"),
+        ((0.01, 1.0), r"open interval \(0, 1\)"),
+        ((0.01, np.nan), r"open interval \(0, 1\)"),
+        ((0.01, 0.01), "distinct"),
+        (("a", 0.01), "real numbers"),
+    ],
+)
+def test_bad_fpr_levels_raise_and_leave_no_state(fitted_tree, fpr_levels, match):
+    model, X, y = fitted_tree
+    member = np.arange(60) < 30
+    attack = LossThresholdMembershipInference(model, random_state=0).fit(X, y, member)
+    attack.set_params(fpr_levels=fpr_levels)
+    with pytest.raises(ValueError, match=match):
+        attack.fit(X, y, member)
+    assert not any(k.endswith("_") for k in vars(attack))
 
 
 # -- epsilon conversions -------------------------------------------------------

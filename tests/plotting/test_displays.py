@@ -9,8 +9,11 @@ import numpy as np
 import pandas as pd
 import pytest
 from numpy.testing import assert_allclose, assert_array_equal
+from sklearn.base import clone
 from sklearn.datasets import make_classification
 from sklearn.exceptions import NotFittedError
+from sklearn.metrics import roc_auc_score, roc_curve
+from sklearn.tree import DecisionTreeClassifier
 from sklearn.utils import Bunch
 
 from sklearn_fil import (
@@ -18,7 +21,11 @@ from sklearn_fil import (
     OutputPerturbedLinearRegression,
     OutputPerturbedLogisticRegression,
 )
-from sklearn_fil.attacks import GLMReconstructionAttack, attack_report
+from sklearn_fil.attacks import (
+    GLMReconstructionAttack,
+    LossThresholdMembershipInference,
+    attack_report,
+)
 from sklearn_fil.exceptions import PrivacyLeakWarning
 from sklearn_fil.neural import DPSGDClassifier
 from sklearn_fil.plotting import (
@@ -26,6 +33,7 @@ from sklearn_fil.plotting import (
     ExposedExamplesDisplay,
     FILHistogramDisplay,
     IRFILConvergenceDisplay,
+    MembershipROCDisplay,
     MSEBoundDisplay,
     PerInstanceEpsilonDisplay,
     ReconstructionBoundDisplay,
@@ -305,6 +313,78 @@ def test_reconstruction_from_attack_uses_check_bound(plt, data):
         ReconstructionBoundDisplay.from_estimator(model, X)
     with pytest.raises(ValueError, match="no column 'mse'"):
         ReconstructionBoundDisplay.from_report(result.drop(columns="mse"))
+
+
+# -- MembershipROCDisplay --------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def membership_attack():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(300, 3))
+    y = rng.integers(0, 2, size=300)
+    member = np.arange(300) < 150
+    model = DecisionTreeClassifier(max_depth=5, random_state=0)
+    model.fit(X[member], y[member])
+    attack = LossThresholdMembershipInference(model, random_state=0)
+    return attack.fit(X, y, member), X, y, member
+
+
+def test_membership_roc_is_the_attack_curve_with_the_diagonal(plt, membership_attack):
+    attack = membership_attack[0]
+    display = MembershipROCDisplay.from_estimator(attack, name="loss")
+    assert_array_equal(display.line_.get_xdata(), attack.roc_["fpr"])
+    assert_array_equal(display.line_.get_ydata(), attack.roc_["tpr"])
+    assert display.line_.get_label() == f"loss (AUC = {attack.auc_:.2f})"
+    assert display.ax_.get_xscale() == display.ax_.get_yscale() == "log"
+    # the diagonal TPR = FPR from the smallest positive rate of the curve to 1
+    roc = attack.roc_.to_numpy()[:, :2]
+    low = roc[roc > 0].min()
+    assert_allclose(display.chance_level_.get_xdata(), [low, 1.0])
+    assert_allclose(display.chance_level_.get_ydata(), [low, 1.0])
+    assert display.chance_level_.get_label() == "chance (AUC = 0.5)"
+    assert display.figure_ is display.ax_.figure
+
+
+def test_membership_roc_from_predictions_is_sklearns_curve(plt, membership_attack):
+    attack, X, y, member = membership_attack
+    scores = attack.decision_function(X, y)
+    fpr, tpr, _ = roc_curve(member, scores, drop_intermediate=False)
+    display = MembershipROCDisplay.from_predictions(
+        member, scores, log_scale=False, plot_chance_level=False, color="C3"
+    )
+    assert_array_equal(display.line_.get_xdata(), fpr)
+    assert_array_equal(display.line_.get_ydata(), tpr)
+    assert display.line_.get_label() == f"AUC = {roc_auc_score(member, scores):.2f}"
+    assert display.chance_level_ is None
+    assert display.ax_.get_xscale() == "linear"
+    assert display.line_.get_color() == "C3"
+    # a second attack on the same axes, with a linear diagonal from 0 to 1
+    other = MembershipROCDisplay.from_predictions(
+        member, -scores, name="reversed", ax=display.ax_, log_scale=False
+    )
+    assert other.ax_ is display.ax_ and len(display.ax_.get_lines()) == 3
+    assert_array_equal(other.chance_level_.get_xdata(), [0.0, 1.0])
+    labels = [t.get_text() for t in display.ax_.get_legend().get_texts()]
+    assert labels[1].startswith("reversed (AUC = ")
+
+
+def test_membership_roc_bad_input(plt, membership_attack, logistic):
+    attack, _, _, member = membership_attack
+    with pytest.raises(NotFittedError):
+        MembershipROCDisplay.from_estimator(clone(attack))
+    with pytest.raises(TypeError, match="roc_"):
+        MembershipROCDisplay.from_estimator(logistic)
+    with pytest.raises(ValueError, match="both members and non-members"):
+        MembershipROCDisplay.from_predictions(np.ones(10), np.arange(10.0))
+    with pytest.raises(ValueError, match="same length"):
+        MembershipROCDisplay.from_predictions(member, np.arange(10.0))
+    with pytest.raises(ValueError, match="0/1"):
+        MembershipROCDisplay.from_predictions(member * 2, np.arange(300.0))
+    with pytest.raises(ValueError, match="non-decreasing"):
+        MembershipROCDisplay(fpr=[0.0, 0.5, 0.4], tpr=[0.0, 0.5, 1.0]).plot()
+    with pytest.raises(ValueError, match=r"\[0, 1\]"):
+        MembershipROCDisplay(fpr=[0.0, 2.0], tpr=[0.0, 1.0]).plot()
 
 
 # -- MSEBoundDisplay -------------------------------------------------------------
