@@ -23,6 +23,7 @@ from sklearn_fil.accounting._gaussian import (
 )
 from sklearn_fil.accounting._guarantee import Guarantee, check_delta, default_delta
 from sklearn_fil.accounting._label_dp import label_dp_lower_bound
+from sklearn_fil.accounting._per_instance_gaussian import per_instance_gaussian_epsilon
 
 __all__ = [
     "Guarantee",
@@ -39,4 +40,5 @@ __all__ = [
     "mse_bound_fil",
     "mse_bound_rdp",
     "output_perturbation_sensitivity",
+    "per_instance_gaussian_epsilon",
 ]
