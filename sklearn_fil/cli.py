@@ -4,13 +4,30 @@
 # SPDX-License-Identifier: BSD-3-Clause
 
 import argparse
+import csv
+import hashlib
+import json
 import math
+import re
 import sys
+import textwrap
+import warnings
+from dataclasses import asdict, dataclass, field
+from numbers import Integral
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from pandas.api.types import is_numeric_dtype
+from pandas.api.types import (
+    infer_dtype,
+    is_bool_dtype,
+    is_float_dtype,
+    is_numeric_dtype,
+)
+from sklearn.compose import ColumnTransformer
+from sklearn.impute import SimpleImputer
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import OneHotEncoder, StandardScaler
 
 from sklearn_fil import (
     OutputPerturbedLinearRegression,
@@ -23,8 +40,22 @@ PROG = "sklearn-fil"
 _BUNDLED_TARGET = "target"
 _BUNDLED_DATA_NORM = 1.0
 _N_TOP_ATTRIBUTES = 10
+_N_LISTED = 30  # feature names printed per kind; the sidecar JSON has them all
+_KEEP_TOGETHER = "\x00"  # a space that _wrapped does not break lines at
 _QUANTILES = (("min", 0.0), ("25%", 0.25), ("median", 0.5), ("75%", 0.75))
 _QUANTILES += (("95%", 0.95), ("max", 1.0))
+
+# reading raw tables
+_SNIFF_CHARS = 65536  # csv.Sniffer reads the first lines, up to this many characters
+_SEPARATORS = ",;\t|"
+_UNNAMED = re.compile(r"Unnamed: \d+")  # pandas' name for an empty header cell
+_ID_WORDS = frozenset({"id", "ids", "idx", "index", "key", "uuid", "guid", "rowid"})
+_MIN_ROWS_PER_LEVEL = 5  # fewer rows per distinct string: free text, not categories
+_DATE_SAMPLE = 500  # distinct values tried as dates
+_DATE_SHARE = 0.95  # share that must parse (and show a year or a time)
+_DATE_HINT = r"\d{4}|\d:\d\d"
+_NUMERIC_TEXT_SHARE = 0.9  # share of numbers that makes a text column numeric
+_LEAK_SHARE = 0.9  # share of the gap to perfect accuracy one column must close
 
 _DESCRIPTION = """\
 Fit an output-perturbed model (Gaussian noise of scale sigma added to its fitted
@@ -45,15 +76,29 @@ largest row norm so that all rows have norm <= 1, label column 'target', a
 logistic model with --data-norm 1.0 and a penalised intercept, so that an
 (epsilon, delta)-DP guarantee holds and is reported. That guarantee is about the
 preprocessed rows: the standardisation and the scaling use every example and
-are not accounted for."""
+are not accounted for.
+
+A CSV file is read raw: its delimiter is sniffed (or given with --sep); row
+identifiers, free text, dates, empty, constant and duplicated columns are
+dropped and listed with the reason (--drop drops more, --keep overrides a
+detection); missing values are imputed (the median of a numeric column, the
+most frequent value of another); numeric columns are standardised and the
+others one-hot encoded, each categorical column one attribute of the report.
+The preprocessing is fitted on every row, so it too depends on each example;
+the FIL and epsilon cover the model fitted to the preprocessed rows only. The
+summary gives the model's training accuracy (or R^2) beside the majority (or
+mean) baseline, and a JSON file beside the report records the settings."""
 
 _EPILOG = """\
 examples:
   sklearn-fil report
       bundled breast-cancer data, logistic model, epsilon reported
   sklearn-fil report patients.csv --target outcome --model logistic \\
-      --data-norm 1 --sigma 0.5 --lam 0.1 --out patients_fil.csv
-      your own data, rows clipped to norm 1 so that epsilon is reported
+      --data-norm 5 --sigma 0.5 --lam 0.1 --out patients_fil.csv
+      your own raw table, rows clipped to norm 5 so that epsilon is reported
+      (patients_fil.json records the settings)
+  sklearn-fil report compas.csv --target two_year_recid --drop is_recid
+      drop a column the command would keep (here one recorded after the outcome)
   sklearn-fil report --dataset adult --plot adult_fil.png
       UCI Adult (needs the data packages), with the FIL histogram by class
 
@@ -148,6 +193,7 @@ def _add_report_parser(commands):
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     _add_data_arguments(report)
+    _add_table_arguments(report)
     _add_model_arguments(report)
     _add_privacy_arguments(report)
     _add_output_arguments(report)
@@ -160,9 +206,9 @@ def _add_data_arguments(parser):
         "csv",
         nargs="?",
         metavar="CSV",
-        help="CSV file with a header row, one row per training example; every "
-        "column except --target is a feature and must be numeric (default: the "
-        "bundled breast-cancer data, preprocessed as described above)",
+        help="CSV file with a header row, one row per training example, read raw "
+        "and preprocessed as described above (default: the bundled "
+        "breast-cancer data)",
     )
     parser.add_argument(
         "--dataset",
@@ -179,6 +225,63 @@ def _add_data_arguments(parser):
         metavar="COL",
         help="name of the label column; required with a CSV (default: 'target' "
         "for the bundled data)",
+    )
+
+
+def _separator(text):
+    """``--sep``: one delimiter; ``\t`` or ``tab`` for a tab."""
+    if text in ("\\t", "tab"):
+        return "\t"
+    if not text:
+        raise argparse.ArgumentTypeError("must not be empty")
+    return text
+
+
+def _at_least_two(text):
+    value = _non_negative_int(text)
+    if value < 2:
+        raise argparse.ArgumentTypeError(f"must be >= 2, got {text!r}")
+    return value
+
+
+def _add_table_arguments(parser):
+    """Add the arguments that shape a raw CSV table into model inputs."""
+    group = parser.add_argument_group(
+        "CSV tables", "(put the CSV file before --drop, --keep and --categorical)"
+    )
+    group.add_argument(
+        "--sep",
+        type=_separator,
+        metavar="SEP",
+        help="the CSV delimiter, e.g. ';' or '\\t' (default: sniffed from the "
+        "first lines among , ; tab |)",
+    )
+    columns = {"nargs": "+", "action": "extend", "default": [], "metavar": "COL"}
+    group.add_argument("--drop", **columns, help="also drop these columns")
+    group.add_argument(
+        "--keep",
+        **columns,
+        help="keep these columns although they look like identifiers, free "
+        "text, dates or duplicates (empty and constant columns are always dropped)",
+    )
+    group.add_argument(
+        "--categorical",
+        **columns,
+        help="one-hot encode these numeric columns (integer codes) instead of "
+        "standardising them; text and true/false columns always are",
+    )
+    group.add_argument(
+        "--max-levels",
+        type=_at_least_two,
+        default=20,
+        metavar="K",
+        help="one-hot inputs per categorical column: the K - 1 most frequent "
+        "values and one 'other' for the rest (default: %(default)s)",
+    )
+    group.add_argument(
+        "--dropna-target",
+        action="store_true",
+        help="drop the rows whose target is missing (default: refuse them)",
     )
 
 
@@ -265,12 +368,19 @@ def _add_output_arguments(parser):
         default="report.csv",
         metavar="PATH",
         help="where to write the privacy report, a CSV file with one row per "
-        "example; it is sensitive, keep it private (default: %(default)s)",
+        "example, and beside it (same name, .json) the settings, features, "
+        "dropped columns and epsilon; both are sensitive, keep them private "
+        "(default: %(default)s)",
     )
 
 
 # --------------------------------------------------------------------------------------
 # data
+
+
+def _plain(value):
+    """A NumPy scalar as the Python value it holds (for readable reprs)."""
+    return value.item() if isinstance(value, np.generic) else value
 
 
 def _preview(names, limit=8):
@@ -382,6 +492,9 @@ def _plot_histogram(estimator, groups, path):
     FILHistogramDisplay.from_estimator(
         estimator, groups=groups, bins=40, log_scale=True, ax=ax
     )
+    ax.set_title(
+        "Per-example FIL of the released model" + (" by class" * (groups is not None))
+    )
     try:
         fig.savefig(path, dpi=100, bbox_inches="tight")
     except (OSError, ValueError) as exc:
@@ -390,9 +503,12 @@ def _plot_histogram(estimator, groups, path):
         plt.close(fig)
 
 
-def _read_csv(path):
+def _read_csv(path, sep=None):
+    """The table in ``path`` and its delimiter (``sep``, or sniffed)."""
     try:
-        return pd.read_csv(path)
+        sep = sep or _sniff_separator(path)
+        engine = "c" if len(sep) == 1 else "python"
+        return pd.read_csv(path, sep=sep, engine=engine, encoding="utf-8-sig"), sep
     except FileNotFoundError:
         raise _InputError(f"file not found: {path}") from None
     except IsADirectoryError:
@@ -411,9 +527,22 @@ def _read_csv(path):
         raise _InputError(f"{path} is not a valid CSV file: {exc}") from None
 
 
-def _split_csv(frame, path, target):
-    """Features and target of a CSV table, after the checks a fit needs."""
-    columns = list(frame.columns)
+def _sniff_separator(path):
+    """The delimiter :class:`csv.Sniffer` finds in the first lines; ``,`` if none."""
+    with open(path, encoding="utf-8-sig", newline="") as stream:
+        sample = stream.read(_SNIFF_CHARS)
+    if len(sample) == _SNIFF_CHARS and "\n" in sample:
+        sample = sample[: sample.rindex("\n")]  # no partial last line
+    try:
+        sep = csv.Sniffer().sniff(sample, delimiters=_SEPARATORS).delimiter
+    except csv.Error:  # one column, or no consistent delimiter
+        return ","
+    return sep if sep in _SEPARATORS else ","
+
+
+def _check_target(frame, path, args):
+    """The rows to use, after checking the target column before any work."""
+    target, columns = args.target, list(frame.columns)
     if target is None:
         raise _InputError(
             f"--target is required with a CSV file: name the label column "
@@ -424,28 +553,296 @@ def _split_csv(frame, path, target):
             f"target column {target!r} not found in {path}; available columns: "
             f"{_preview(columns)}"
         )
-    features = [col for col in columns if col != target]
-    if not features:
+    if len(columns) < 2:
         raise _InputError(
             f"no feature columns: {path} has only the target column {target!r}"
         )
-    if len(frame) < 2:
+    _check_n_rows(len(frame), path)
+    missing = int(frame[target].isna().sum())
+    notes = []
+    if missing and not args.dropna_target:
         raise _InputError(
-            f"{path} has {len(frame)} data row(s); at least 2 examples are needed"
+            f"the target {target!r} is missing (empty or NaN) in {missing} of "
+            f"{len(frame)} rows; drop those rows with --dropna-target"
         )
-    with_nan = [col for col in columns if frame[col].isna().any()]
-    if with_nan:
+    if missing:
+        frame = frame[frame[target].notna()]
+        _check_n_rows(len(frame), f"{path} (rows with a target)")
+        notes.append(
+            f"dropped {missing} of {missing + len(frame)} rows whose {target!r} "
+            "is missing (--dropna-target); the report keeps the others' row numbers"
+        )
+    values = frame[target].unique()
+    if len(values) < 2:
         raise _InputError(
-            f"missing values (NaN or empty cells) in column(s) {_preview(with_nan)}; "
-            "drop or impute them first"
+            f"the target {target!r} has the single value {_plain(values[0])!r} in all "
+            f"{len(frame)} rows: there is nothing to learn"
         )
-    non_numeric = [col for col in features if not is_numeric_dtype(frame[col])]
-    if non_numeric:
+    return frame, notes
+
+
+def _check_n_rows(n_rows, where):
+    if n_rows < 2:
         raise _InputError(
-            f"non-numeric feature column(s) {_preview(non_numeric)}; encode them as "
-            "numbers first, e.g. with one-hot encoding (pandas.get_dummies)"
+            f"{where} has {n_rows} data row(s); at least 2 examples are needed"
         )
-    return frame[features], frame[target]
+
+
+def _check_column_options(frame, path, args):
+    """Fail before any work on ``--drop``/``--keep``/``--categorical`` names."""
+    options = {
+        "--drop": args.drop,
+        "--keep": args.keep,
+        "--categorical": args.categorical,
+    }
+    for option, names in options.items():
+        unknown = [name for name in names if name not in frame.columns]
+        if unknown:
+            raise _InputError(
+                f"{option}: no column {_preview(unknown)} in {path}; available "
+                f"columns: {_preview(list(frame.columns))}"
+            )
+        if args.target in names:
+            raise _InputError(f"{option} names the target column {args.target!r}")
+    both = [name for name in args.drop if name in args.keep]
+    if both:
+        raise _InputError(f"{_preview(both)} given to both --drop and --keep")
+
+
+# --------------------------------------------------------------------------------------
+# raw tables: columns to drop, types, preprocessing
+
+
+@dataclass
+class _Feature:
+    """An original column the model uses, and the model inputs it became."""
+
+    name: str
+    kind: str  # "numeric" or "categorical"
+    inputs: list
+    n_levels: int | None = None  # distinct values of a categorical column
+    n_missing: int = 0
+
+
+@dataclass
+class _Table:
+    """What became of a table's columns, for the summary and the sidecar."""
+
+    features: list
+    dropped: dict = field(default_factory=dict)
+    notes: list = field(default_factory=list)
+    leaks: list = field(default_factory=list)
+    preprocessed: bool = False
+
+
+def _name_tokens(name):
+    """Lower-case words of a column name: ``PatientID`` -> ``['patient', 'id']``."""
+    spaced = re.sub(r"([a-z0-9])([A-Z])", r"\1 \2", str(name))
+    return [word.lower() for word in re.split(r"[^0-9A-Za-z]+", spaced) if word]
+
+
+def _identifier_reason(name, column):
+    """Why ``column`` is a row identifier, or None."""
+    if not (column.notna().all() and column.is_unique):
+        return None
+    if _UNNAMED.fullmatch(str(name)):
+        return "no name in the header and distinct in every row (a saved row index)"
+    words = _name_tokens(name)
+    if words and (words[0] in _ID_WORDS or words[-1] in _ID_WORDS):
+        return "named like an identifier and distinct in every row"
+    return None
+
+
+def _uninformative_reason(column):
+    """Why ``column`` carries no information (empty or constant), or None."""
+    values = column.dropna()
+    if values.empty:
+        return "empty: every value is missing"
+    if values.nunique() > 1:
+        return None
+    missing = len(column) - len(values)
+    where = f" ({missing} missing)" if missing else ""
+    return f"constant: {_plain(values.iloc[0])!r} in every row{where}"
+
+
+def _looks_like_dates(values):
+    """Whether nearly all the (distinct) strings in ``values`` are dates or times."""
+    sample = values.astype(str).drop_duplicates().head(_DATE_SAMPLE)
+    if sample.str.contains(_DATE_HINT).mean() < _DATE_SHARE:
+        return False
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # pandas' "could not infer format"
+        parsed = pd.to_datetime(sample, errors="coerce", format="mixed")
+    return parsed.notna().mean() >= _DATE_SHARE
+
+
+def _text_reason(column, max_levels):
+    """Why a string column is dates or free text rather than categories, or None."""
+    if is_numeric_dtype(column):
+        return None
+    values = column.dropna()
+    if _looks_like_dates(values):
+        return f"dates or times (e.g. {str(values.iloc[0])!r})"
+    n_levels = values.nunique()
+    if n_levels > max_levels and len(values) < _MIN_ROWS_PER_LEVEL * n_levels:
+        return (
+            f"free text or an identifier: {n_levels} distinct values in "
+            f"{len(values)} rows"
+        )
+    return None
+
+
+def _duplicate_reason(name, column, seen):
+    """``Duplicate of ...`` when an earlier kept column is identical; else record it."""
+    digest = pd.util.hash_pandas_object(column, index=False).to_numpy()
+    key = (str(column.dtype), hashlib.sha1(digest.tobytes()).hexdigest())
+    if key in seen and column.equals(seen[key][1]):
+        return f"duplicate of {seen[key][0]!r} (the same value in every row)"
+    seen.setdefault(key, (name, column))
+    return None
+
+
+def _columns_to_drop(features, args):
+    """``{column: reason}`` of the feature columns to leave out, in table order."""
+    dropped, seen = {}, {}
+    for name in features.columns:
+        column = features[name]
+        if name in args.drop:
+            reason = "--drop"
+        else:
+            reason = _uninformative_reason(column)
+        if reason is None and name not in args.keep:
+            reason = (
+                _identifier_reason(name, column)
+                or _text_reason(column, args.max_levels)
+                or _duplicate_reason(name, column, seen)
+            )
+        if reason is not None:
+            dropped[name] = reason
+    return dropped
+
+
+def _numbers_in_text(features):
+    """Text columns that are nearly all numbers, as numbers; and a note for each."""
+    notes = []
+    for name in features.columns:
+        column = features[name]
+        if is_numeric_dtype(column) or column.isna().all():
+            continue
+        values = column.dropna()
+        if infer_dtype(values) == "boolean":  # True/False with gaps: categorical
+            continue
+        numbers = pd.to_numeric(values, errors="coerce")
+        if numbers.notna().mean() < _NUMERIC_TEXT_SHARE:
+            continue
+        bad = values[numbers.isna()].unique()
+        features[name] = pd.to_numeric(column, errors="coerce")
+        notes.append(
+            f"{name!r} is numeric: {int(numbers.isna().sum())} non-numeric "
+            f"entries ({_preview(bad, 3)}) read as missing"
+        )
+    return notes
+
+
+def _category_text(column):
+    """A categorical column as strings (whole floats without ``.0``), NaN kept."""
+    values = column.dropna()
+    if is_float_dtype(values) and (values % 1 == 0).all():
+        values = values.astype("int64")
+    return values.astype(str).reindex(column.index).astype(object)
+
+
+def _level_name(column, level):
+    """The name of a one-hot input: ``column=level``."""
+    return f"{column}={'(other)' if level == 'infrequent_sklearn' else level}"
+
+
+def _make_transformer(numeric, categorical, max_levels):
+    """Impute (median) and standardise ``numeric``; impute and one-hot the others."""
+    steps = []
+    if numeric:
+        scale = make_pipeline(SimpleImputer(strategy="median"), StandardScaler())
+        steps.append(("numeric", scale, numeric))
+    for j, name in enumerate(categorical):
+        encoder = OneHotEncoder(
+            handle_unknown="ignore",
+            sparse_output=False,
+            max_categories=max_levels,
+            feature_name_combiner=_level_name,
+        )
+        impute = SimpleImputer(strategy="most_frequent")
+        steps.append((f"categorical{j}", make_pipeline(impute, encoder), [name]))
+    transformer = ColumnTransformer(steps, verbose_feature_names_out=False)
+    return transformer.set_output(transform="pandas")
+
+
+def _encode(features, numeric, categorical, max_levels):
+    """The model inputs, the one-hot groups and one :class:`_Feature` per column."""
+    transformer = _make_transformer(numeric, categorical, max_levels)
+    try:
+        X = transformer.fit_transform(features)
+    except ValueError as exc:
+        raise _InputError(f"preprocessing the features failed: {exc}") from None
+    missing = features.isna().sum()
+    described = [
+        _Feature(name, "numeric", [name], n_missing=int(missing[name]))
+        for name in numeric
+    ]
+    groups = {}
+    for j, name in enumerate(categorical):
+        inputs = list(X.columns[transformer.output_indices_[f"categorical{j}"]])
+        groups[name] = inputs
+        n_levels = int(features[name].nunique())
+        described.append(
+            _Feature(name, "categorical", inputs, n_levels, int(missing[name]))
+        )
+    return X, groups, described
+
+
+def _target_leaks(features, y, max_levels):
+    """``(column, share)`` of low-cardinality columns that alone predict ``y``.
+
+    A column "predicts" the target for the rows whose value (missing counts as
+    a value) is mostly found with that row's class; it is reported when it
+    closes ``_LEAK_SHARE`` of the gap between the majority rate and 1.
+    """
+    n = len(y)
+    baseline = y.value_counts().max() / n
+    leaks = []
+    for name in features.columns:
+        codes, levels = pd.factorize(features[name], use_na_sentinel=False)
+        if len(levels) > min(max_levels, n / _MIN_ROWS_PER_LEVEL):
+            continue  # too many values to tell a leak from memorising rows
+        share = pd.crosstab(codes, y.to_numpy()).max(axis=1).sum() / n
+        if share - baseline >= _LEAK_SHARE * (1 - baseline) and share > baseline:
+            leaks.append((name, float(share)))
+    return leaks
+
+
+def _prepare_table(features, y, args, data):
+    """Raw feature columns as model inputs, with a record of what was done."""
+    features = features.copy()
+    notes = data.pop("notes") + _numbers_in_text(features)
+    dropped = _columns_to_drop(features, args)
+    features = features.drop(columns=list(dropped))
+    if features.shape[1] == 0:
+        raise _InputError(
+            f"no feature columns left: every column but the target was dropped "
+            f"({_preview(dropped)}); keep one with --keep COL"
+        )
+    leaks = _target_leaks(features, y, args.max_levels) if y.nunique() == 2 else []
+    categorical = [
+        name
+        for name in features.columns
+        if name in args.categorical
+        or is_bool_dtype(features[name])
+        or not is_numeric_dtype(features[name])
+    ]
+    for name in categorical:
+        features[name] = _category_text(features[name])
+    numeric = [name for name in features.columns if name not in categorical]
+    X, groups, described = _encode(features, numeric, categorical, args.max_levels)
+    return X, groups, _Table(described, dropped, notes, leaks, preprocessed=True)
 
 
 def _choose_model(model, y, from_csv):
@@ -483,7 +880,7 @@ def _symbols(stream):
         "lam": "λ",
         "eta": "η",
     }
-    greek.update(etabar="η̄", le="≤")
+    greek.update(etabar="η̄", le="≤", sq="²")
     encoding = getattr(stream, "encoding", None) or "ascii"
     try:
         "".join(greek.values()).encode(encoding)
@@ -496,6 +893,7 @@ def _symbols(stream):
             "eta": "eta",
             "etabar": "eta-bar",
             "le": "<=",
+            "sq": "^2",
         }
     return greek
 
@@ -535,6 +933,7 @@ def _summary(estimator, data, model, args, data_norm, sym):
     report = estimator.privacy_report_
     lines = [f"{PROG} report: Fisher information loss (FIL) of a released model", ""]
     lines += _setup_lines(estimator, data, model, args, data_norm, sym)
+    lines += _quality_lines(data["fit"], data, data_norm, sym)
     lines += _quantile_lines(report, sym)
     lines += _top_example_lines(report, min(args.top, report.shape[0]))
     lines += _attribute_lines(estimator.attribute_fil_)
@@ -546,20 +945,38 @@ def _summary(estimator, data, model, args, data_norm, sym):
     return lines
 
 
+def _wrapped(text, indent="        ", first=None):
+    """``text`` wrapped to 88 columns, continuation lines indented."""
+    lines = textwrap.wrap(
+        text,
+        88,
+        initial_indent=indent if first is None else first,
+        subsequent_indent=indent,
+        break_on_hyphens=False,
+        break_long_words=False,  # paths stay whole
+    )
+    return [line.replace(_KEEP_TOGETHER, " ") for line in lines]
+
+
 def _setup_lines(estimator, data, model, args, data_norm, sym):
-    """Lines describing the data set and the fitted model."""
+    """Lines describing the data set, its columns and the fitted model."""
     n, d = estimator.privacy_report_.shape[0], estimator.n_features_in_
+    table = data["table"]
     label = "private" if args.private_label else "public"
+    width = f"{len(table.features)} features"
+    if len(table.features) != d:
+        width += f" ({d} model inputs)"
     lines = [
         f"Data:   {data['name']}",
-        f"        {n} examples, {d} features, target {data['target']!r} ({label})",
+        f"        {n} examples, {width}, target {data['target']!r} ({label})",
     ]
+    lines += _table_lines(table, sym)
     kind = "logistic regression" if model == "logistic" else "ridge regression"
     model_text = f"Model:  {kind}, {sym['lam']} = {args.lam:g}, Gaussian output "
     model_text += f"noise {sym['sigma']} = {args.sigma:g}"
     if data_norm is not None:
         model_text += f", rows clipped to norm {sym['le']} {data_norm:g}"
-    lines.append(model_text)
+    lines += ["", model_text]
     if data_norm is not None:
         lines.append(
             f"        clipping rescaled {estimator.n_clipped_} of {n} rows"
@@ -571,6 +988,167 @@ def _setup_lines(estimator, data, model, args, data_norm, sym):
         )
     if data.get("model_note"):
         lines.append(f"        ({data['model_note']})")
+    return lines
+
+
+def _table_lines(table, sym):
+    """Lines listing the dropped columns, the features used and missing values."""
+    lines = []
+    for note in table.notes:
+        lines += _wrapped(f"Note: {note}", first="        ")
+    if table.dropped:
+        lines += [
+            "",
+            f"Dropped {len(table.dropped)} column(s) (--keep COL keeps a detected "
+            "one):",
+        ]
+        rows = [[str(name), reason] for name, reason in table.dropped.items()]
+        lines += _table(["column", "why"], rows, "ll")
+        if any(why.startswith("dates") for why in table.dropped.values()):
+            lines.append(
+                "  (to use a date, turn it into a number, e.g. days since an event)"
+            )
+    lines += _feature_lines(table)
+    if table.preprocessed:
+        lines += _missing_lines(table.features, sym)
+    return lines
+
+
+def _levels_text(feature):
+    """``name (k)``, or ``name (k: top m + other)`` when rare values were pooled."""
+    if len(feature.inputs) >= feature.n_levels:
+        return f"{feature.name} ({feature.n_levels})"
+    return f"{feature.name} ({feature.n_levels}: top {len(feature.inputs) - 1} + other)"
+
+
+def _feature_lines(table):
+    """Lines naming the numeric and the categorical features."""
+    numeric = [f.name for f in table.features if f.kind == "numeric"]
+    categorical = [_levels_text(f) for f in table.features if f.kind != "numeric"]
+    how = (", standardised", ", one-hot encoded") if table.preprocessed else ("", "")
+    lines = ["", f"Features used ({len(table.features)} columns of the data):"]
+    if numeric:
+        text = f"{len(numeric)} numeric{how[0]}: {_listing(numeric)}"
+        lines += _wrapped(text, indent="    ", first="  ")
+    if categorical:
+        text = (
+            f"{len(categorical)} categorical{how[1]}, each one attribute "
+            f"(distinct values): {_listing(categorical)}"
+        )
+        lines += _wrapped(text, indent="    ", first="  ")
+    return lines
+
+
+def _listing(names, limit=_N_LISTED):
+    """``names`` joined by commas, the tail summarised past ``limit``.
+
+    Spaces inside a name become ``_KEEP_TOGETHER`` so that :func:`_wrapped`
+    never breaks a line inside one.
+    """
+    names = [name.replace(" ", _KEEP_TOGETHER) for name in names]
+    if len(names) <= limit:
+        return ", ".join(names)
+    return ", ".join(names[:limit]) + f", ... ({len(names) - limit} more)"
+
+
+def _missing_lines(features, sym):
+    """Lines flagging imputed values and what the preprocessing leaks."""
+    missing = [f for f in features if f.n_missing]
+    lines = []
+    if missing:
+        listed = ", ".join(f"{f.name} {f.n_missing}" for f in missing)
+        lines += _wrapped(
+            f"Missing values, imputed (median of a numeric column, most frequent "
+            f"value of another) in {len(missing)} column(s): {listed}",
+            indent="    ",
+            first="  ",
+        )
+    lines += _wrapped(
+        "The imputation, the standardisation and the one-hot levels are fitted "
+        "on every row, so they too depend on each example: the FIL and "
+        f"{sym['eps']} below cover the model fitted to the preprocessed rows, "
+        "not the preprocessing.",
+        indent="  ",
+    )
+    return lines
+
+
+def _fit_quality(estimator, X, y, model):
+    """Training score of the released model beside the baseline, and the verdict.
+
+    A classifier is useful when its accuracy exceeds the majority rate by more
+    than two binomial standard errors; a regressor when its R^2 exceeds what
+    ``d`` uninformative inputs reach on the training rows by chance (about
+    ``d / n``, plus two standard deviations ``sqrt(2 d) / n``).
+    """
+    n, d = len(y), X.shape[1]
+    score = float(estimator.score(X, y))
+    if model == "logistic":
+        counts = y.value_counts()
+        baseline = float(counts.iloc[0] / n)
+        margin = 2 * math.sqrt(baseline * (1 - baseline) / n)
+        majority = _plain(counts.index[0])
+        metric = "accuracy"
+    else:
+        baseline, margin = 0.0, (d + 2 * math.sqrt(2 * d)) / n
+        majority, metric = None, "R^2"
+    return {
+        "metric": metric,
+        "score": score,
+        "baseline": baseline,
+        "majority_class": majority,
+        "margin": margin,
+        "useful": score > baseline + margin,
+    }
+
+
+def _verdict(fit, data_norm, sym):
+    """One sentence judging the released model against its baseline."""
+    if fit["useful"] and fit["metric"] == "accuracy":
+        gain = 100 * (fit["score"] - fit["baseline"])
+        return f"the released model beats the majority baseline by {gain:.1f} points."
+    if fit["useful"]:
+        return (
+            f"the released model explains {fit['score']:.1%} of the target's "
+            "variance on its training rows."
+        )
+    fixes = f"lower {sym['sigma']} or {sym['lam']}"
+    fixes += ", or raise --data-norm" if data_norm is not None else ""
+    if fit["metric"] == "accuracy":
+        within = "within 2 standard errors of the majority rate"
+        useless = f"no better than always predicting {fit['majority_class']!r}"
+    else:
+        within = "no more than uninformative inputs reach by chance"
+        useless = "no better than always predicting the mean"
+    return (
+        f"the released model is {useless} ({within}): its FIL and {sym['eps']} "
+        f"describe a model that learned nothing useful; {fixes} before relying "
+        "on them."
+    )
+
+
+def _quality_lines(fit, data, data_norm, sym):
+    """Lines of the training score, the baseline, the verdict and any leak."""
+    if fit["metric"] == "accuracy":
+        metric = "accuracy"
+        baseline = f"majority baseline (always {fit['majority_class']!r})"
+    else:
+        metric, baseline = "R" + sym["sq"], "baseline (always the mean)"
+    lines = [
+        "",
+        f"Fit:    training {metric} of the released model {fit['score']:.3f}; "
+        f"{baseline} {fit['baseline']:.3f}",
+    ]
+    lines += _wrapped("Verdict: " + _verdict(fit, data_norm, sym), first="")
+    leaks = data["table"].leaks
+    if leaks:
+        shown = ", ".join(f"{name!r} ({share:.1%} of rows)" for name, share in leaks)
+        lines += _wrapped(
+            f"Possible target leak: {shown} alone predict {data['target']!r} "
+            f"(majority baseline {fit['baseline']:.1%}). A column recorded after, "
+            "or derived from, the outcome flatters the model: --drop it if so.",
+            first="",
+        )
     return lines
 
 
@@ -640,7 +1218,7 @@ def _guarantee_lines(estimator, data, model, args, data_norm, sym):
     return [
         f"{sym['eps']} = {_num(epsilon)} at {sym['delta']} = {delta:.4g}{default}: "
         f"the released weights are ({sym['eps']}, {sym['delta']})-DP",
-        f"  for {data['dp_scope']},",
+        *_wrapped(f"for {data['dp_scope']},", indent="  "),
         "  under replace-one neighbours (data sets of the same, public size",
         "  that differ in one example)",
     ]
@@ -654,38 +1232,98 @@ def _report(args, stdout):
     """Run ``sklearn-fil report``: load, fit, write the outputs, print a summary."""
     sym = _symbols(stdout)
     out = _check_outputs(args)
-    X, y, data, onehot_groups = _load_data(args, sym)
+    features, y, data, onehot_groups = _load_data(args, sym)
     model, data["model_note"] = _choose_model(
         args.model or data.get("model"), y, args.csv is not None
     )
     data_norm = _resolve_data_norm(args, model, data)
+    if args.csv is None:
+        X, data["table"] = features, _dataset_table(features, onehot_groups)
+    else:
+        X, onehot_groups, data["table"] = _prepare_table(features, y, args, data)
     estimator = _build_estimator(args, model, data_norm, onehot_groups)
     _fit(estimator, X, y, model)
+    data["fit"] = _fit_quality(estimator, X, y, model)
     _write_report(estimator.privacy_report_, out)
+    _write_sidecar(_sidecar(estimator, data, model, args, data_norm), out)
     if args.plot is not None:
-        _plot_histogram(estimator, y if model == "logistic" else None, args.plot)
+        _plot_histogram(estimator, _plot_groups(y, model), args.plot)
     lines = _summary(estimator, data, model, args, data_norm, sym)
     lines += _written_lines(estimator.privacy_report_, out, args.plot)
     print("\n".join(lines), file=stdout)
     return 0
 
 
+def _same_file(a, b):
+    """Whether paths ``a`` and ``b`` name the same file (links followed)."""
+    a, b = Path(a), Path(b)
+    try:
+        if a.exists() and b.exists():
+            return a.samefile(b)
+    except OSError:
+        pass
+    return a.resolve() == b.resolve()
+
+
 def _check_outputs(args):
-    """The report's path, after checking before the fit that outputs can be written."""
+    """The report's path, after checking before any work that outputs can be written."""
     out = Path(args.out)
+    if out.suffix.lower() == ".json":
+        raise _InputError(
+            f"--out {out} ends in .json, the name of the report's sidecar JSON "
+            "file; give the report a .csv name"
+        )
     if not out.parent.is_dir():
         raise _InputError(
             f"cannot write {out}: the directory {out.parent} does not exist"
         )
+    if out.is_dir():
+        raise _InputError(f"cannot write {out}: it is a directory")
+    written = {"--out": out, "its sidecar JSON": _sidecar_path(out)}
     if args.plot is not None:
         _check_plot_target(Path(args.plot))
+        if any(_same_file(args.plot, path) for path in written.values()):
+            raise _InputError(f"--plot {args.plot} would overwrite the report")
+        written["--plot"] = Path(args.plot)
+    for what, path in written.items():
+        if args.csv is not None and _same_file(path, args.csv):
+            raise _InputError(
+                f"refusing to overwrite the input {args.csv} with {what} ({path}); "
+                "choose another --out"
+            )
     return out
 
 
+def _check_csv_options(args):
+    """Fail when options that shape a CSV table come without a CSV file."""
+    used = [
+        option
+        for option, value in (
+            ("--sep", args.sep),
+            ("--drop", args.drop),
+            ("--keep", args.keep),
+            ("--categorical", args.categorical),
+            ("--dropna-target", args.dropna_target),
+        )
+        if value
+    ]
+    if used and args.csv is None:
+        raise _InputError(
+            f"{', '.join(used)} applies only to a CSV file (give the CSV file "
+            "before --drop, --keep or --categorical, which read every following "
+            "word as a column name)"
+        )
+
+
 def _load_data(args, sym):
-    """Features, target, data description and one-hot groups of the chosen input."""
+    """Features, target, data description and one-hot groups of the chosen input.
+
+    The features of a CSV file are its raw columns, checked but not yet
+    preprocessed (:func:`_prepare_table` does that once the model is chosen).
+    """
     if args.csv is not None and args.dataset is not None:
         raise _InputError("give either a CSV file or --dataset, not both")
+    _check_csv_options(args)
     if args.csv is None:
         name = args.dataset or "breast_cancer"
         X, y, data, onehot_groups = _DATASETS[name](sym)
@@ -695,14 +1333,39 @@ def _load_data(args, sym):
                 f"target is {data['target']!r}"
             )
         return X, y, data, onehot_groups
-    frame = _read_csv(args.csv)
-    X, y = _split_csv(frame, args.csv, args.target)
+    frame, sep = _read_csv(args.csv, args.sep)
+    n_rows, n_columns = frame.shape
+    frame, notes = _check_target(frame, args.csv, args)
+    _check_column_options(frame, args.csv, args)
     data = {
-        "name": str(args.csv),
+        "name": f"{args.csv} ({n_rows} rows, {n_columns} columns, delimiter {sep!r})",
+        "source": str(args.csv),
+        "sep": sep,
         "target": args.target,
-        "dp_scope": f"the rows of {args.csv}",
+        "notes": notes,
+        "dp_scope": f"the preprocessed rows of {args.csv} (not the preprocessing, "
+        "which is fitted on every row)",
     }
-    return X, y, data, None
+    return frame.drop(columns=args.target), frame[args.target], data, None
+
+
+def _dataset_table(X, onehot_groups):
+    """The :class:`_Table` of a ready-made data set: its columns as they are."""
+    groups = {
+        name: [X.columns[j] if isinstance(j, Integral) else j for j in columns]
+        for name, columns in (onehot_groups or {}).items()
+    }
+    grouped = {column for columns in groups.values() for column in columns}
+    features = [
+        _Feature(str(name), "numeric", [name])
+        for name in X.columns
+        if name not in grouped
+    ]
+    features += [
+        _Feature(str(name), "categorical", columns, len(columns))
+        for name, columns in groups.items()
+    ]
+    return _Table(features)
 
 
 def _resolve_data_norm(args, model, data):
@@ -764,16 +1427,104 @@ def _write_report(report, out):
         raise _InputError(f"cannot write {out}: {exc.strerror or exc}") from None
 
 
+def _sidecar_path(out):
+    """The JSON file written beside the report ``out``: same name, ``.json``."""
+    return Path(out).with_suffix(".json")
+
+
+def _jsonable(value):
+    """``value`` with NumPy scalars, paths and non-finite floats made JSON-safe."""
+    if isinstance(value, dict):
+        return {str(key): _jsonable(item) for key, item in value.items()}
+    if isinstance(value, list | tuple | np.ndarray | pd.Index):
+        return [_jsonable(item) for item in value]
+    if isinstance(value, np.generic):
+        value = value.item()
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if value is None or isinstance(value, bool | int | float | str):
+        return value
+    return str(value)
+
+
+def _sidecar(estimator, data, model, args, data_norm):
+    """The run's context: settings, data, guarantee, for the JSON beside the report."""
+    table, guarantee = data["table"], estimator.guarantee_
+    epsilon, delta, _ = _guarantee(estimator, model, data_norm)
+    sidecar = {
+        "sklearn_fil_version": __version__,
+        "command": f"{PROG} {args.command}",
+        "data": data.get("source", data["name"]),
+        "separator": data.get("sep"),
+        "target": data["target"],
+        "n": int(estimator.privacy_report_.shape[0]),
+        "model": model,
+        "epsilon": epsilon,
+        "delta": delta,
+        "neighboring_relation": guarantee.neighboring_relation if epsilon else None,
+        "public": list(guarantee.public) if epsilon else None,
+        "dp_scope": data["dp_scope"] if epsilon else None,
+        "no_guarantee_reason": None if epsilon else guarantee.reason,
+        "n_clipped": int(getattr(estimator, "n_clipped_", 0)),
+        "dataset_fil": estimator.dataset_fil_,
+        "fit": data["fit"],
+        "features": [asdict(feature) for feature in table.features],
+        "dropped": [{"column": c, "why": why} for c, why in table.dropped.items()],
+        "notes": table.notes,
+        "possible_target_leaks": [{"column": c, "share": s} for c, s in table.leaks],
+        "settings": {
+            "arguments": vars(args),
+            "estimator": type(estimator).__name__,
+            "estimator_params": estimator.get_params(),
+        },
+        "sensitive": "computed from every example's data: keep it private",
+    }
+    return _jsonable(sidecar)
+
+
+def _write_sidecar(sidecar, out):
+    """Write ``sidecar`` as JSON beside the report ``out``."""
+    path = _sidecar_path(out)
+    text = json.dumps(sidecar, indent=2, ensure_ascii=False, allow_nan=False)
+    try:
+        path.write_text(text + "\n", encoding="utf-8")
+    except OSError as exc:
+        raise _InputError(f"cannot write {path}: {exc.strerror or exc}") from None
+
+
+def _plot_groups(y, model):
+    """Histogram groups: ``target=value`` per class, or None for a regression."""
+    if model != "logistic":
+        return None
+    return np.array([f"{y.name}={value}" for value in y])
+
+
 def _written_lines(report, out, plot):
-    """Closing lines: the files written, and the warning that the report is private."""
-    n_attributes = len(report.columns) - 3
+    """Closing lines: the files written, and the warning that they are private."""
+    n_attributes = sum(column.startswith("fil[") for column in report.columns)
+    others = [column for column in report.columns[3:] if not column.startswith("fil[")]
+    also = f" and {', '.join(others)}" if others else ""
     return [
         "",
-        f"Wrote the privacy report ({report.shape[0]} rows; fil, dfil, mse_bound and "
-        f"{n_attributes} fil[<attribute>] columns) to {out}",
+        *_wrapped(
+            f"Wrote the privacy report ({report.shape[0]} rows; fil, dfil, "
+            f"mse_bound, {n_attributes} fil[<attribute>] columns{also}) to {out}",
+            indent="  ",
+            first="",
+        ),
+        *_wrapped(
+            "Wrote the settings, features, dropped columns and guarantee to "
+            f"{_sidecar_path(out)}",
+            indent="  ",
+            first="",
+        ),
         *([f"Wrote the FIL histogram to {plot}"] if plot else []),
-        f"Keep {out} private: it is computed from every example's data, so it is "
-        "itself sensitive.",
+        *_wrapped(
+            f"Keep {out} private: it is computed from every example's data, so "
+            "it is itself sensitive.",
+            indent="  ",
+            first="",
+        ),
     ]
 
 

