@@ -112,6 +112,14 @@ class BaseReleasedGLM(GuaranteeMixin, BaseEstimator):
         """The DP guarantee of the release, or why there is none."""
         return Guarantee.none(self._no_guarantee_reason, mechanism=MECHANISM)
 
+    def _per_instance_columns(self, X, y, w, omega, delta):
+        """Report columns of each example's own leakage (none by default).
+
+        Called with the rows as fitted, the encoded targets, the minimiser,
+        the scaled example weights and the guarantee's δ (or None).
+        """
+        return {}
+
     # -- fitting ------------------------------------------------------------
 
     def _fit_clean(self, X, y, sample_weight):
@@ -151,7 +159,12 @@ class BaseReleasedGLM(GuaranteeMixin, BaseEstimator):
         w, omega, result = self._solve(X, y, omega, groups)
 
         attribute_names = self._attribute_names(result, groups, target_name)
-        self.privacy_report_ = make_privacy_report(result, attribute_names, index)
+        self.privacy_report_ = make_privacy_report(
+            result,
+            attribute_names,
+            index,
+            **self._per_instance_columns(X, y, w, omega, delta),
+        )
         self.attribute_fil_ = pd.Series(
             result.total_attribute_fil, index=attribute_names, name="fil"
         )

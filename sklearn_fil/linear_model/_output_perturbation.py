@@ -23,8 +23,14 @@ from sklearn_fil.linear_model._base import (
     LogisticLossMixin,
     SquaredLossMixin,
 )
+from sklearn_fil.linear_model._per_instance import per_instance_columns
 from sklearn_fil.utils._clipping import clip_rows, row_norms
-from sklearn_fil.utils._sklearn_compat import Interval
+from sklearn_fil.utils._sklearn_compat import Interval, StrOptions
+
+# per_instance_accounting="auto" computes the exact leave-one-out sensitivity
+# up to this many examples: its O(n^2 d) Newton steps then take about a
+# second at most (see benchmarks/results/leave_one_out.md).
+AUTO_EXACT_MAX_SAMPLES = 2000
 
 _NO_DATA_NORM_MSG = (
     "No differential-privacy guarantee: data_norm was not set, so the rows were "
@@ -78,6 +84,15 @@ class _OutputPerturbed(BaseReleasedGLM):
         w, self.n_iter_ = self._minimise(X, y, omega)
         return w, omega, self._fil(X, y, w, omega, groups)
 
+    def _per_instance_exact(self, n_samples):
+        """Whether the report holds the exact ``Delta_i`` or its bound."""
+        return True
+
+    def _per_instance_columns(self, X, y, w, omega, delta):
+        return per_instance_columns(
+            self, X, y, w, omega, delta, exact=self._per_instance_exact(X.shape[0])
+        )
+
 
 class OutputPerturbedLinearRegression(SquaredLossMixin, _OutputPerturbed):
     """Ridge regression released with Gaussian output noise, with a FIL report.
@@ -126,8 +141,22 @@ class OutputPerturbedLinearRegression(SquaredLossMixin, _OutputPerturbed):
         One row per training example (index: the training index when X was a
         DataFrame, else ``0..n-1``): ``fil`` (spectral FIL), ``dfil``
         (diagonal FIL), ``mse_bound`` (``1/dfil^2``), ``fil[<feature>]`` per
-        private attribute and ``fil[<target>]`` when the label is private.
-        Sensitive: do not publish.
+        private attribute and ``fil[<target>]`` when the label is private,
+        then the example's own leakage under the optimal adversary who knows
+        every other example:
+
+        - ``loo_sensitivity``: ``Delta_i = ||w*(D) - w*(D_-i)||``, the
+          distance of the minimiser from the one fitted without the example
+          (its loss term removed, the penalty ``(n lam / 2) ||w||^2`` kept:
+          ``n`` is public), exact by Sherman-Morrison;
+        - ``epsilon``: the per-instance ε of telling ``D`` from ``D_-i``, the
+          Gaussian mechanism's ε at sensitivity ``Delta_i``
+          (``gaussian_epsilon(sigma=sigma, sensitivity=Delta_i,
+          delta=default_delta(n))``);
+        - ``epsilon_replace_one``: ``inf``, since the squared loss bounds no
+          replacement of an example (0 for an example of weight 0).
+
+        See :ref:`per_instance_epsilon`. Sensitive: do not publish.
     attribute_fil_ : pandas.Series
         FIL of each attribute over all training examples.
     dataset_fil_ : float
@@ -156,8 +185,9 @@ class OutputPerturbedLinearRegression(SquaredLossMixin, _OutputPerturbed):
     >>> from sklearn_fil import OutputPerturbedLinearRegression
     >>> X, y = make_regression(n_samples=50, n_features=3, random_state=0)
     >>> reg = OutputPerturbedLinearRegression(sigma=0.1, random_state=0).fit(X, y)
-    >>> reg.privacy_report_.columns.tolist()
-    ['fil', 'dfil', 'mse_bound', 'fil[x0]', 'fil[x1]', 'fil[x2]', 'fil[y]']
+    >>> reg.privacy_report_.columns.tolist()  # doctest: +NORMALIZE_WHITESPACE
+    ['fil', 'dfil', 'mse_bound', 'fil[x0]', 'fil[x1]', 'fil[x2]', 'fil[y]',
+     'loo_sensitivity', 'epsilon', 'epsilon_replace_one']
     >>> bool((reg.privacy_report_["fil"] >= reg.privacy_report_["dfil"]).all())
     True
     """
@@ -254,6 +284,16 @@ class OutputPerturbedLogisticRegression(LogisticLossMixin, _OutputPerturbed):
         certifies the distance to the exact minimiser (see above).
     max_iter : int, default=100
         Maximum Newton iterations; not converging is an error.
+    per_instance_accounting : "auto" or bool, default="auto"
+        Whether the report's ``loo_sensitivity`` holds each example's exact
+        leave-one-out sensitivity ``Delta_i`` (then ``epsilon`` and
+        ``epsilon_replace_one`` use it), or its strong-convexity bound
+        ``omega_i L / (sum(omega) lam)`` where the guarantee holds (``inf``
+        elsewhere). The exact values need Newton's method on all ``n``
+        leave-one-out problems at once, ``O(n^2 d)`` per step instead of the
+        report's ``O(n d^2)`` (about 4 s at ``n = 10^4``, ``d = 20`` on two
+        cores; see :ref:`per_instance_epsilon`). ``"auto"``: exact up to
+        2000 training examples.
     onehot_groups : dict, default=None
         ``{name: [columns]}`` of constrained one-hot attributes (see
         :class:`OutputPerturbedLinearRegression`).
@@ -272,7 +312,25 @@ class OutputPerturbedLogisticRegression(LogisticLossMixin, _OutputPerturbed):
     privacy_report_ : pandas.DataFrame
         One row per training example: ``fil``, ``dfil``, ``mse_bound``,
         ``fil[<feature>]`` and ``fil[<target>]`` (see
-        :class:`OutputPerturbedLinearRegression`). Sensitive: do not publish.
+        :class:`OutputPerturbedLinearRegression`), then
+
+        - ``loo_sensitivity``: ``Delta_i = ||w*(D) - w*(D_-i)||`` (``D_-i``:
+          the example's loss term removed, the penalty and ``n`` kept), by
+          Newton's method on every leave-one-out problem at once (relative
+          accuracy ``1e-10``); with ``per_instance_accounting=False`` its
+          upper bound ``omega_i L / (sum(omega) lam)`` where the guarantee
+          holds, ``inf`` elsewhere;
+        - ``epsilon``: the per-instance ε of telling ``D`` from ``D_-i``, the
+          Gaussian mechanism's ε at sensitivity ``loo_sensitivity``, at the
+          guarantee's δ (``delta_``) or ``default_delta(n)`` without one; at
+          most ``epsilon_``;
+        - ``epsilon_replace_one``: with a DP guarantee, an upper bound on
+          the ε of telling ``D`` from ``D`` with the example replaced by any
+          row the guarantee allows, at sensitivity ``Delta_i + omega_i L /
+          (sum(omega) lam)`` (plus the certified slack), between ``epsilon``
+          and ``epsilon_``; ``inf`` without a guarantee.
+
+        See :ref:`per_instance_epsilon`. Sensitive: do not publish.
     attribute_fil_ : pandas.Series
         FIL of each attribute over all training examples.
     dataset_fil_ : float
@@ -319,7 +377,12 @@ class OutputPerturbedLogisticRegression(LogisticLossMixin, _OutputPerturbed):
     >>> clf.guarantee_.neighboring_relation
     'replace_one'
     >>> clf.privacy_report_.shape
-    (100, 8)
+    (100, 11)
+    >>> report = clf.privacy_report_
+    >>> bool((report["epsilon"] <= report["epsilon_replace_one"]).all())
+    True
+    >>> bool((report["epsilon_replace_one"] <= clf.epsilon_).all())
+    True
     """
 
     _parameter_constraints: ClassVar[dict] = {
@@ -329,6 +392,7 @@ class OutputPerturbedLogisticRegression(LogisticLossMixin, _OutputPerturbed):
         "public_sample_weight": ["boolean"],
         "tol": [Interval(Real, 0, None, closed="neither")],
         "max_iter": [Interval(Integral, 1, None, closed="left")],
+        "per_instance_accounting": [StrOptions({"auto"}), "boolean"],
     }
 
     def __init__(
@@ -344,6 +408,7 @@ class OutputPerturbedLogisticRegression(LogisticLossMixin, _OutputPerturbed):
         public_sample_weight=False,
         tol=1e-10,
         max_iter=100,
+        per_instance_accounting="auto",
         onehot_groups=None,
         random_state=None,
     ):
@@ -357,11 +422,17 @@ class OutputPerturbedLogisticRegression(LogisticLossMixin, _OutputPerturbed):
         self.public_sample_weight = public_sample_weight
         self.tol = tol
         self.max_iter = max_iter
+        self.per_instance_accounting = per_instance_accounting
         self.onehot_groups = onehot_groups
         self.random_state = random_state
 
     def _newton_options(self):
         return self.tol, self.max_iter
+
+    def _per_instance_exact(self, n_samples):
+        if self.per_instance_accounting == "auto":
+            return n_samples <= AUTO_EXACT_MAX_SAMPLES
+        return self.per_instance_accounting
 
     def _preprocess(self, X, groups):
         self.n_clipped_ = 0

@@ -446,9 +446,10 @@ def test_per_instance_epsilon_by_class(plt, data):
     assert box.global_line_.get_ydata()[0] == clf.epsilon_
 
 
-def test_per_instance_epsilon_bad_input(plt, logistic):
+def test_per_instance_epsilon_bad_input(plt, data):
+    irfil = IRFILClassifier(sigma=0.5, n_iter=1, tol=0, random_state=0).fit(*data)
     with pytest.raises(ValueError, match="no column 'epsilon'"):
-        PerInstanceEpsilonDisplay.from_estimator(logistic)
+        PerInstanceEpsilonDisplay.from_estimator(irfil)
     with pytest.raises(NotFittedError):
         PerInstanceEpsilonDisplay.from_estimator(DPSGDClassifier())
     with pytest.raises(ValueError, match="kind"):
