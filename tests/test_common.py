@@ -19,6 +19,7 @@ from sklearn_fil.attacks import (
     BlackBoxAttributeInversion,
     GLMReconstructionAttack,
     GradientLabelAttack,
+    LikelihoodRatioMembershipInference,
     LossThresholdMembershipInference,
     WhiteBoxAttributeInversion,
 )
@@ -90,6 +91,8 @@ def _attack_cases():
         (GLMReconstructionAttack(clf), (X, y)),
         (GLMReconstructionAttack(reg), (X, y_reg)),
         (LossThresholdMembershipInference(clf, random_state=0), (X, y, member)),
+        (LikelihoodRatioMembershipInference(clf), (X, y)),
+        (LikelihoodRatioMembershipInference(reg), (X, y_reg)),
     ]
 
 

@@ -20,6 +20,7 @@ from sklearn_fil.attacks._inversion import (
     BlackBoxAttributeInversion,
     WhiteBoxAttributeInversion,
 )
+from sklearn_fil.attacks._likelihood_ratio import LikelihoodRatioMembershipInference
 from sklearn_fil.attacks._membership import LossThresholdMembershipInference
 from sklearn_fil.attacks._reconstruction import GLMReconstructionAttack
 from sklearn_fil.attacks._report import attack_report
@@ -28,6 +29,7 @@ __all__ = [
     "BlackBoxAttributeInversion",
     "GLMReconstructionAttack",
     "GradientLabelAttack",
+    "LikelihoodRatioMembershipInference",
     "LossThresholdMembershipInference",
     "WhiteBoxAttributeInversion",
     "attack_report",

@@ -1,0 +1,365 @@
+"""The optimal membership test against an output-perturbed GLM.
+
+The informed adversary knows the training set ``D``, the training recipe and
+the release ``w' = w*(D) + N(0, sigma^2 I)``, and asks of example ``i``
+whether the release came from ``D`` or from ``D_-i`` (the example's loss
+term removed, the penalty and ``n`` kept). Both hypotheses are Gaussians of
+the same covariance, ``N(w*, sigma^2 I)`` and ``N(w_-i, sigma^2 I)``, so by
+the Neyman-Pearson lemma the most powerful test at every false-positive rate
+thresholds the projection of ``w' - w_-i`` on the unit vector ``(w* -
+w_-i) / Delta_i``: it is ``N(0, sigma^2)`` under ``D_-i`` and ``N(Delta_i,
+sigma^2)`` under ``D``, and at false-positive rate ``alpha`` the test has
+true-positive rate exactly ``Phi(Delta_i / sigma - Phi^-1(1 - alpha))``. No
+attack does better, so this is the example's exact membership exposure,
+beside the per-instance ε and the FIL of the privacy report.
+"""
+
+# Authors: The sklearn-fil developers
+# SPDX-License-Identifier: BSD-3-Clause
+
+from numbers import Real
+from typing import ClassVar
+
+import numpy as np
+import pandas as pd
+from scipy.stats import norm
+from sklearn.base import BaseEstimator
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+from sklearn_fil._glm import fit_glm
+from sklearn_fil._leave_one_out import LOO_TOL, leave_one_out
+from sklearn_fil.accounting import check_delta, per_instance_gaussian_epsilon
+from sklearn_fil.attacks._base import adversary_weights, target_glm
+from sklearn_fil.fisher import fisher_information_loss
+from sklearn_fil.linear_model import (
+    OutputPerturbedLinearRegression,
+    OutputPerturbedLogisticRegression,
+)
+from sklearn_fil.utils._fitted import fit_or_clear
+from sklearn_fil.utils._onehot import onehot_columns
+from sklearn_fil.utils._release import fitted_params
+from sklearn_fil.utils._sklearn_compat import Interval, _fit_context
+
+_REPORT_COLUMNS = ["loo_sensitivity", "epsilon", "fil", "tpr"]
+# Private fitted state (not ending in "_"), cleared at each fit.
+_PRIVATE = ("_directions", "_p")
+
+
+def _tpr_at_fpr(sensitivity, sigma, fpr):
+    """TPR of the Neyman-Pearson test at false-positive rate ``fpr``.
+
+    ``Phi(sensitivity / sigma - Phi^-1(1 - fpr))``, computed as
+    ``Phi(sensitivity / sigma + Phi^-1(fpr))``.
+    """
+    return norm.cdf(np.asarray(sensitivity) / sigma + norm.ppf(fpr))
+
+
+class LikelihoodRatioMembershipInference(BaseEstimator):
+    """Optimal likelihood-ratio membership attack on an output-perturbed GLM.
+
+    The informed adversary knows the whole training set, the training recipe
+    and the released weights ``w' = w*(D) + N(0, sigma^2 I)``, and tests for
+    each example ``i`` whether the release came from the training set ``D``
+    or from ``D_-i``, the same set without the example (its loss term
+    removed, the penalty ``(n lam / 2) ||w||^2`` and ``n`` kept, as ``n`` is
+    public). :meth:`fit` refits ``w* = w*(D)`` and every leave-one-out
+    minimiser ``w_-i`` (see
+    :class:`~sklearn_fil.OutputPerturbedLinearRegression`'s
+    ``loo_sensitivity``); :meth:`decision_function` returns the statistic of
+    the Neyman-Pearson test,
+
+    ``z_i = (w' - w_-i)^T (w* - w_-i) / (sigma Delta_i)``,
+
+    standard normal when the release came from ``D_-i`` and normal with mean
+    ``Delta_i / sigma`` and unit variance when it came from ``D``, with
+    ``Delta_i = ||w* - w_-i||``. The likelihood ratio of the two hypotheses
+    increases with ``z_i``, so thresholding it at ``Phi^-1(1 - fpr)`` is the
+    most powerful test at false-positive rate ``fpr``, and its true-positive
+    rate is exactly
+
+    ``tpr_i = Phi(Delta_i / sigma - Phi^-1(1 - fpr))``.
+
+    No membership attack on example ``i`` does better at that false-positive
+    rate; ``report_`` puts it beside the example's per-instance ε and FIL.
+
+    Read more in :ref:`the user guide <per_instance_epsilon>`.
+
+    Parameters
+    ----------
+    model : OutputPerturbedLinearRegression or OutputPerturbedLogisticRegression
+        The fitted or released target model. Only its released weights, its
+        noise ``sigma`` and its constructor parameters (the training recipe)
+        are used.
+    fpr : float, default=0.01
+        False-positive rate ``alpha`` of the test, in (0, 1): :meth:`predict`
+        thresholds at it and ``tpr_`` is the true-positive rate there.
+    delta : float, default=None
+        δ of the per-instance ε in ``report_``; None means
+        :func:`~sklearn_fil.accounting.default_delta` of the training-set size.
+
+    Attributes
+    ----------
+    model_ : estimator
+        The target model.
+    sigma_ : float
+        Standard deviation of the release's noise.
+    minimiser_ : ndarray of shape (n_params,)
+        ``w*``, the adversary's refit on the training set (intercept last).
+    leave_one_out_ : ndarray of shape (n_samples, n_params)
+        ``w_-i`` for every example; NaN rows where removing the example
+        leaves no unique minimiser (``Delta_i = inf``).
+    loo_sensitivity_ : ndarray of shape (n_samples,)
+        ``Delta_i = ||w* - w_-i||``.
+    tpr_ : ndarray of shape (n_samples,)
+        True-positive rate of the optimal test on each example at ``fpr``.
+    delta_ : float
+        δ of the ``epsilon`` column.
+    report_ : pandas.DataFrame
+        One row per training example, indexed like ``X``: ``loo_sensitivity``,
+        ``epsilon`` (the per-instance ε of telling ``D`` from ``D_-i``, at
+        ``delta_``), ``fil`` (the spectral Fisher information loss of the
+        release about the example, as in the model's privacy report) and
+        ``tpr`` (``tpr_``). Computed from every example: sensitive.
+    n_features_in_ : int
+        Number of features.
+    feature_names_in_ : ndarray of shape (`n_features_in_`,)
+        Feature names, when X was a DataFrame with string column names.
+
+    See Also
+    --------
+    LossThresholdMembershipInference : A black-box membership attack that
+        needs only the model's losses.
+
+    Notes
+    -----
+    The test is optimal for the pair ``(D, D_-i)`` it is built for: the
+    adversary knows every other example exactly. Its true-positive rate at
+    any false-positive rate is what the per-instance ε at δ bounds:
+    ``tpr <= e^epsilon fpr + delta``.
+
+    An IRFIL model is refused: its example weights depend on all the data,
+    so ``D_-i`` would be fitted with other weights, which the test does not
+    model.
+
+    References
+    ----------
+    Neyman, J. and Pearson, E. S. "On the problem of the most efficient tests
+    of statistical hypotheses." Phil. Trans. R. Soc. A 231, 1933.
+
+    Carlini, N., Chien, S., Nasr, M., Song, S., Terzis, A. and Tramèr, F.
+    "Membership inference attacks from first principles." IEEE S&P 2022.
+
+    Wang, Y.-X. "Per-instance differential privacy." Journal of Privacy and
+    Confidentiality 9(1), 2019.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn.datasets import make_classification
+    >>> from sklearn_fil import OutputPerturbedLogisticRegression
+    >>> from sklearn_fil.attacks import LikelihoodRatioMembershipInference
+    >>> X, y = make_classification(n_samples=60, n_features=3, n_informative=2,
+    ...                            n_redundant=0, random_state=0)
+    >>> model = OutputPerturbedLogisticRegression(
+    ...     sigma=0.05, lam=0.1, data_norm=2.0, penalize_intercept=True,
+    ...     random_state=0).fit(X, y)
+    >>> attack = LikelihoodRatioMembershipInference(model.release()).fit(X, y)
+    >>> attack.report_.columns.tolist()
+    ['loo_sensitivity', 'epsilon', 'fil', 'tpr']
+    >>> bool(np.all(attack.tpr_ >= attack.fpr))
+    True
+    >>> z = attack.decision_function(model.release())
+    >>> z.shape
+    (60,)
+    """
+
+    _parameter_constraints: ClassVar[dict] = {
+        "model": [object],
+        "fpr": [Interval(Real, 0, 1, closed="neither")],
+        "delta": [None, Interval(Real, 0, 1, closed="neither")],
+    }
+
+    def __init__(self, model, *, fpr=0.01, delta=None):
+        self.model = model
+        self.fpr = fpr
+        self.delta = delta
+
+    def fit(self, X, y, sample_weight=None):
+        """Refit the training set and every leave-one-out problem.
+
+        Parameters
+        ----------
+        X : {array-like, DataFrame} of shape (n_samples, n_features)
+            The training set, in training order (the adversary knows it all).
+        y : array-like of shape (n_samples,)
+            Training targets; classes of the model for a classifier.
+        sample_weight : array-like of shape (n_samples,), default=None
+            The adversary's knowledge of the example weights the target was
+            trained with; None means unit weights. Required when the target
+            was fitted with non-uniform ``sample_weight``.
+
+        Returns
+        -------
+        self : object
+            The fitted attack.
+
+        Raises
+        ------
+        TypeError
+            When the model is not an output-perturbed linear or logistic
+            regression.
+        ValueError
+            When X does not have the model's features, y has labels that are
+            not classes of the model, or the target was trained with sample
+            weights and ``sample_weight`` is None.
+        """
+        return fit_or_clear(self, self._fit, X, y, sample_weight, private=_PRIVATE)
+
+    @_fit_context(prefer_skip_nested_validation=True)
+    def _fit(self, X, y, sample_weight):
+        model = self.model
+        if not isinstance(
+            model, OutputPerturbedLinearRegression | OutputPerturbedLogisticRegression
+        ):
+            raise TypeError(
+                f"{type(self).__name__} attacks OutputPerturbedLinearRegression and "
+                "OutputPerturbedLogisticRegression models (fitted or released); got "
+                f"{type(model).__name__}. IRFIL models are refused: their example "
+                "weights depend on all the data, so the model without an example "
+                "is fitted with other weights."
+            )
+        recipe = target_glm(
+            model, type(self).__name__, informed=sample_weight is not None
+        )
+        index = X.index.copy() if isinstance(X, pd.DataFrame) else None
+        X, y = validate_data(
+            self,
+            X,
+            y,
+            dtype=np.float64,
+            ensure_min_samples=2,
+            y_numeric=recipe.loss == "squared",
+        )
+        n_model = getattr(model, "n_features_in_", X.shape[1])
+        if X.shape[1] != n_model:
+            raise ValueError(
+                f"X has {X.shape[1]} features but the target model was trained on "
+                f"{n_model}."
+            )
+        omega = adversary_weights(sample_weight, X)
+        omega = omega / omega.max()  # as training scales them
+        params = fitted_params(model)
+        sigma = float(getattr(model, "sigma_", params["sigma"]))
+        X = recipe.clip(X)
+        y = recipe.encode(y)
+        glm = (recipe.lam, recipe.fit_intercept, recipe.penalize_intercept)
+        w, _ = fit_glm(X, y, omega, recipe.loss, *glm, tol=LOO_TOL, max_iter=100)
+        loo = leave_one_out(X, y, w, omega, recipe.loss, *glm, return_shifts=True)
+        w = loo.minimiser
+        sensitivity = loo.sensitivity
+        delta = check_delta(self.delta, X.shape[0])
+        d = X.shape[1]
+        groups = onehot_columns(
+            params["onehot_groups"], getattr(model, "feature_names_in_", None), d
+        )
+        fil = fisher_information_loss(
+            X,
+            y,
+            w[:d],
+            float(w[d]) if recipe.fit_intercept else None,
+            loss=recipe.loss,
+            lam=recipe.lam,
+            sigma=sigma,
+            sample_weight=omega,
+            penalize_intercept=recipe.penalize_intercept,
+            private_label=params["private_label"],
+            onehot_groups=list(groups.values()) or None,
+        ).fil
+        epsilon = per_instance_gaussian_epsilon(
+            np.nan_to_num(sensitivity, nan=np.inf), sigma=sigma, delta=delta
+        )
+        tpr = _tpr_at_fpr(sensitivity, sigma, self.fpr)
+        if index is None:
+            index = pd.RangeIndex(X.shape[0], name="sample")
+        with np.errstate(invalid="ignore", divide="ignore"):
+            # unit directions w* - w_-i (0 where the example moves nothing)
+            directions = (
+                -loo.shifts / np.where(sensitivity > 0, sensitivity, 1.0)[:, None]
+            )
+        self.model_ = model
+        self.sigma_ = sigma
+        self.minimiser_ = w
+        self.leave_one_out_ = w + loo.shifts
+        self.loo_sensitivity_ = sensitivity
+        self.tpr_ = tpr
+        self.delta_ = delta
+        self.report_ = pd.DataFrame(
+            dict(zip(_REPORT_COLUMNS, (sensitivity, epsilon, fil, tpr), strict=True)),
+            index=index,
+        )
+        self._directions = directions
+        self._p = w.size
+        return self
+
+    def _released_weights(self, released):
+        """Released weight vectors ``[coef, intercept]`` as rows of a matrix."""
+        if hasattr(released, "coef_"):
+            check_is_fitted(released, "coef_")
+            W = np.append(np.ravel(released.coef_), released.intercept_)
+            W = W[: self._p][None, :]
+            return W, False
+        W = np.asarray(released, dtype=np.float64)
+        single = W.ndim == 1
+        W = np.atleast_2d(W)
+        if W.ndim != 2 or W.shape[1] != self._p:
+            raise ValueError(
+                f"released must be a fitted model or weight vectors of length "
+                f"{self._p} ([coef, intercept] with an intercept); got shape "
+                f"{np.shape(released)}."
+            )
+        return W, single
+
+    def decision_function(self, released):
+        """Neyman-Pearson statistic ``z_i`` of every example for each release.
+
+        Parameters
+        ----------
+        released : estimator or array-like of shape (n_params,) or \
+(n_releases, n_params)
+            A fitted or released model of the same recipe, or released weight
+            vectors ``[coef, intercept]`` (intercept last, when there is one).
+
+        Returns
+        -------
+        z : ndarray of shape (n_samples,) or (n_releases, n_samples)
+            ``(w' - w_-i)^T (w* - w_-i) / (sigma Delta_i)``: standard normal if
+            the release came from ``D_-i``, mean ``Delta_i / sigma`` if from
+            ``D``; 0 where ``Delta_i`` is 0 (nothing to tell apart).
+        """
+        check_is_fitted(self)
+        W, single = self._released_weights(released)
+        model_like = not single and W.shape[0] == 1 and hasattr(released, "coef_")
+        # (w' - w_-i)^T u_i = (w' - w*)^T u_i + Delta_i, u_i the unit direction
+        z = (W - self.minimiser_) @ self._directions.T
+        z += self.loo_sensitivity_
+        z /= self.sigma_
+        z[:, self.loo_sensitivity_ == 0] = 0.0
+        return z[0] if single or model_like else z
+
+    def predict(self, released):
+        """Membership guesses at false-positive rate ``fpr``.
+
+        Parameters
+        ----------
+        released : estimator or array-like of shape (n_params,) or \
+(n_releases, n_params)
+            See :meth:`decision_function`.
+
+        Returns
+        -------
+        membership : ndarray of int, shape (n_samples,) or (n_releases, n_samples)
+            1 where ``z_i > Phi^-1(1 - fpr)``: the release is judged to come
+            from the training set with example ``i`` in it.
+        """
+        z = self.decision_function(released)
+        return (z > norm.isf(self.fpr)).astype(np.int64)
