@@ -4,6 +4,7 @@
 # SPDX-License-Identifier: BSD-3-Clause
 
 __all__ = [
+    "BudgetExceededError",
     "CalibrationRangeWarning",
     "ClippingWarning",
     "NotAMinimiserWarning",
@@ -21,6 +22,17 @@ class PrivacyLeakWarning(RuntimeWarning):
     unbounded), or with an unpenalised intercept (the objective is then not
     strongly convex in it). The attribute then returns ``None``: no number is
     reported as a guarantee unless it is one.
+    """
+
+
+class BudgetExceededError(ValueError):
+    """A release would take a privacy budget above its ε.
+
+    Raised by :meth:`~sklearn_fil.accounting.PrivacyBudget.spend` before it
+    records a release whose composition with the releases so far would exceed
+    the budget (nothing is recorded then), or one without a differential
+    privacy guarantee (an infinite ε); and by the grid-search ``refit`` of
+    :func:`~sklearn_fil.accounting.within_budget` when no candidate fits.
     """
 
 

@@ -1,7 +1,8 @@
 """Differential-privacy accounting and reconstruction bounds.
 
 Exact (ε, δ) and Rényi accounting for the Gaussian mechanism, the sensitivity of
-output-perturbed logistic regression, and the lower bounds of Guo et al. (2022) on the
+output-perturbed logistic regression, noise calibration for a target ε, a privacy
+budget across releases, and the lower bounds of Guo et al. (2022) on the
 error of unbiased reconstruction attacks.
 """
 
@@ -9,9 +10,12 @@ error of unbiased reconstruction attacks.
 # SPDX-License-Identifier: BSD-3-Clause
 
 from sklearn_fil.accounting._bounds import mse_bound_fil, mse_bound_rdp
+from sklearn_fil.accounting._budget import BudgetRefit, PrivacyBudget, within_budget
 from sklearn_fil.accounting._dpsgd import (
     PerInstanceAccountant,
+    dpsgd_dp_event,
     dpsgd_epsilon,
+    dpsgd_noise_multiplier,
     fil_subsampling_factor,
     gelu_clip_max_norm,
 )
@@ -19,6 +23,7 @@ from sklearn_fil.accounting._gaussian import (
     gaussian_delta,
     gaussian_epsilon,
     gaussian_rdp,
+    gaussian_sigma,
     output_perturbation_sensitivity,
 )
 from sklearn_fil.accounting._guarantee import Guarantee, check_delta, default_delta
@@ -26,19 +31,25 @@ from sklearn_fil.accounting._label_dp import label_dp_lower_bound
 from sklearn_fil.accounting._per_instance_gaussian import per_instance_gaussian_epsilon
 
 __all__ = [
+    "BudgetRefit",
     "Guarantee",
     "PerInstanceAccountant",
+    "PrivacyBudget",
     "check_delta",
     "default_delta",
+    "dpsgd_dp_event",
     "dpsgd_epsilon",
+    "dpsgd_noise_multiplier",
     "fil_subsampling_factor",
     "gaussian_delta",
     "gaussian_epsilon",
     "gaussian_rdp",
+    "gaussian_sigma",
     "gelu_clip_max_norm",
     "label_dp_lower_bound",
     "mse_bound_fil",
     "mse_bound_rdp",
     "output_perturbation_sensitivity",
     "per_instance_gaussian_epsilon",
+    "within_budget",
 ]

@@ -25,7 +25,17 @@ import numpy as np
 from scipy.optimize import brentq
 from scipy.special import gammaln, logsumexp, ndtr, ndtri
 
-from sklearn_fil.accounting._gaussian import _check_scalar, gaussian_epsilon
+from sklearn_fil.accounting._events import (
+    dpsgd_event,
+    gaussian_noise_multiplier,
+    make_accountant,
+    smallest_noise,
+)
+from sklearn_fil.accounting._gaussian import (
+    _check_scalar,
+    gaussian_epsilon,
+    gaussian_sigma,
+)
 
 _ACCOUNTANTS = ("rdp", "pld")
 # Bracket of the maximiser of u / (GELU(u - 1) + 1): the derivative's sign changes
@@ -156,51 +166,28 @@ def _accountant_epsilon(
 ):
     """Epsilon of ``steps`` self-composed Poisson-subsampled Gaussian steps.
 
-    ``noise_multiplier`` is the noise over the per-example norm bound. Under
-    ``relation="replace_one"`` dp-accounting's ``REPLACE_ONE`` compares
-    ``(1 - q) N(0) + q N(-1)`` with ``(1 - q) N(0) + q N(+1)`` (in units of
-    that bound): two examples of norm at most 1 in opposite directions,
-    distance 2 when both are sampled. With ``sample_rate=1`` this is the
-    Gaussian mechanism at distance 2, composed here as ``GaussianDpEvent(
-    noise_multiplier / 2)`` under add-or-remove (unit distance): the same
-    mechanism, and a form both accountants support (dp-accounting's RDP
-    accountant ignores the relation for a plain ``GaussianDpEvent``).
+    ``noise_multiplier`` is the noise over the per-example norm bound. The
+    event is :func:`~sklearn_fil.accounting._events.dpsgd_event`'s, composed
+    by a fresh accountant of :func:`~sklearn_fil.accounting._events.
+    make_accountant`. Under ``relation="replace_one"`` dp-accounting's
+    ``REPLACE_ONE`` compares ``(1 - q) N(0) + q N(-1)`` with ``(1 - q) N(0) +
+    q N(+1)`` (in units of that bound): two examples of norm at most 1 in
+    opposite directions, distance 2 when both are sampled. With
+    ``sample_rate=1`` this is the Gaussian mechanism at distance 2, composed
+    as ``GaussianDpEvent(noise_multiplier / 2)`` under add-or-remove (unit
+    distance): the same mechanism, and a form both accountants support
+    (dp-accounting's RDP accountant ignores the relation for a plain
+    ``GaussianDpEvent``).
     """
-    import dp_accounting
-
-    add_remove = dp_accounting.NeighboringRelation.ADD_OR_REMOVE_ONE
-    if relation == "replace_one" and sample_rate == 1.0:
-        relation, noise_multiplier = "add_remove", noise_multiplier / 2.0
-    if accountant == "pld" and sample_rate == 1.0:
-        # T Gaussian mechanisms at unit distance are one at noise sigma /
-        # sqrt(T): the exact epsilon, which the PLD only approaches from above.
-        return gaussian_epsilon(
-            sigma=noise_multiplier / math.sqrt(steps), sensitivity=1.0, delta=delta
-        )
-    if sample_rate == 1.0:
-        step = dp_accounting.GaussianDpEvent(noise_multiplier)
-    else:
-        step = dp_accounting.PoissonSampledDpEvent(
-            sample_rate, dp_accounting.GaussianDpEvent(noise_multiplier)
-        )
-    event = dp_accounting.SelfComposedDpEvent(step, steps)
-    rel = (
-        add_remove
-        if relation == "add_remove"
-        else dp_accounting.NeighboringRelation.REPLACE_ONE
-    )
-    if accountant == "rdp":
-        acc = dp_accounting.rdp.RdpAccountant(neighboring_relation=rel)
-    else:
-        # The privacy loss of one step spans about 4 / s^2 + 40 / s (s the
-        # noise over the per-example bound); dp-accounting's default grid of
-        # 1e-4 would need (4 / s^2) / 1e-4 points, terabytes at s = 1e-3. A
-        # coarser grid is still pessimistic (an upper bound on epsilon).
-        span = 4.0 / noise_multiplier**2 + 40.0 / noise_multiplier
-        acc = dp_accounting.pld.PLDAccountant(
-            neighboring_relation=rel,
-            value_discretization_interval=max(1e-4, span / 1e6),
-        )
+    event, event_relation = dpsgd_event(noise_multiplier, sample_rate, steps, relation)
+    if accountant == "pld":
+        effective = gaussian_noise_multiplier(event)
+        if effective is not None:
+            # T Gaussian mechanisms at unit distance are one at noise sigma /
+            # sqrt(T): the exact epsilon, which the PLD only approaches from
+            # above.
+            return gaussian_epsilon(sigma=effective, sensitivity=1.0, delta=delta)
+    acc = make_accountant(accountant, event_relation, smallest_noise(event))
     with _quiet_absl():
         acc.compose(event)
         return float(acc.get_epsilon(delta))
@@ -584,6 +571,305 @@ def _check_relation(neighboring_relation, accountant, sample_rate):
             "Use accountant='pld' (dp-accounting's REPLACE_ONE privacy loss "
             "distribution), or neighboring_relation='add_remove' with a "
             "public number of examples."
+        )
+
+
+def dpsgd_dp_event(
+    *,
+    noise_multiplier,
+    sample_rate,
+    steps,
+    sensitivity=1.0,
+    neighboring_relation="add_remove",
+):
+    """The dp-accounting event whose epsilon :func:`dpsgd_epsilon` reports.
+
+    Parameters
+    ----------
+    noise_multiplier : float
+        Noise standard deviation in units of the clipping bound ``C``, > 0.
+    sample_rate : float
+        Poisson sampling probability, in (0, 1]; ``1.0`` for no subsampling
+        (every example in every step, or one mechanism per epoch of shuffled
+        batches).
+    steps : int
+        Number of steps (mechanisms), >= 0.
+    sensitivity : float, default=1.0
+        Largest per-example norm in units of ``C``, > 0.
+    neighboring_relation : {"add_remove", "replace_one"}, default="add_remove"
+        The relation of the guarantee.
+
+    Returns
+    -------
+    event : dp_accounting.DpEvent
+        ``SelfComposedDpEvent(PoissonSampledDpEvent(q, GaussianDpEvent(m)),
+        steps)`` with ``m = noise_multiplier / sensitivity``; without sampling
+        ``SelfComposedDpEvent(GaussianDpEvent(m), steps)``, with ``m`` halved
+        under replace-one (the step's sum moves by twice the bound).
+    accounting_relation : {"add_remove", "replace_one"}
+        The neighbouring relation to give dp-accounting's accountant:
+        ``"replace_one"`` (``REPLACE_ONE``, PLD accountant only) for Poisson
+        sampling under replace-one, else ``"add_remove"``
+        (``ADD_OR_REMOVE_ONE``), under which a ``GaussianDpEvent(m)`` is the
+        Gaussian mechanism at unit distance.
+
+    See Also
+    --------
+    dpsgd_epsilon : The epsilon of this event.
+    dpsgd_noise_multiplier : The noise multiplier for a target epsilon.
+
+    Examples
+    --------
+    >>> import dp_accounting
+    >>> from sklearn_fil.accounting import dpsgd_dp_event, dpsgd_epsilon
+    >>> event, relation = dpsgd_dp_event(
+    ...     noise_multiplier=1.0, sample_rate=0.01, steps=1000,
+    ...     neighboring_relation="replace_one")
+    >>> relation
+    'replace_one'
+    >>> acc = dp_accounting.pld.PLDAccountant(
+    ...     dp_accounting.NeighboringRelation.REPLACE_ONE)
+    >>> round(acc.compose(event).get_epsilon(1e-5), 2)
+    2.84
+    """
+    noise_multiplier, sample_rate, sensitivity = _check_dpsgd_params(
+        noise_multiplier, sample_rate, sensitivity
+    )
+    steps = _check_integer(steps, "steps", low=0)
+    _check_relation(neighboring_relation, "pld", sample_rate)
+    return dpsgd_event(
+        noise_multiplier / sensitivity, sample_rate, steps, neighboring_relation
+    )
+
+
+def dpsgd_noise_multiplier(
+    *,
+    target_epsilon,
+    sample_rate,
+    steps,
+    delta,
+    sensitivity=1.0,
+    accountant="rdp",
+    neighboring_relation="add_remove",
+):
+    """Noise multiplier of DP-SGD for a target epsilon.
+
+    The smallest noise multiplier (to the calibration's tolerance) whose
+    epsilon, as :func:`dpsgd_epsilon` reports it with the same arguments, is at
+    most ``target_epsilon``. The search is dp-accounting's
+    :func:`dp_accounting.calibrate_dp_mechanism` over the event of
+    :func:`dpsgd_dp_event` (the very event whose epsilon is reported), with the
+    same accountant and neighbouring relation; where :func:`dpsgd_epsilon`
+    reports the exact epsilon of a Gaussian mechanism (the PLD accountant
+    without sampling), the noise is that mechanism's exact inverse,
+    :func:`gaussian_sigma`.
+
+    Parameters
+    ----------
+    target_epsilon : float
+        Target epsilon, > 0.
+    sample_rate : float
+        Poisson sampling probability ``q``, in (0, 1].
+    steps : int
+        Number of steps, >= 1.
+    delta : float
+        Target delta, in (0, 1).
+    sensitivity : float, default=1.0
+        Largest per-example norm in units of ``C``, > 0 (1 for hard clipping,
+        :func:`gelu_clip_max_norm` for GELU clipping).
+    accountant : {"rdp", "pld"}, default="rdp"
+        The accountant of :func:`dpsgd_epsilon`.
+    neighboring_relation : {"add_remove", "replace_one"}, default="add_remove"
+        As in :func:`dpsgd_epsilon`.
+
+    Returns
+    -------
+    noise_multiplier : float
+        Noise standard deviation in units of ``C``, with
+        ``dpsgd_epsilon(noise_multiplier=noise_multiplier, ...) <=
+        target_epsilon`` exactly as computed.
+
+    See Also
+    --------
+    dpsgd_epsilon : The epsilon of a noise multiplier.
+    gaussian_sigma : The same calibration for one Gaussian mechanism.
+
+    Notes
+    -----
+    The search brackets the answer between a noise whose epsilon is above the
+    target and one whose epsilon is at most the target: the latter starts from
+    the exact noise of the same steps without sampling, which can only be
+    less private. ``calibrate_dp_mechanism`` then runs Brent's method to a
+    tolerance of ``1e-5`` times the bracket's lower end and returns a value on
+    the private side. Its accountant is built once for the whole search (ten
+    times the PLD grid of the smallest noise in the bracket, see
+    :func:`dpsgd_epsilon`: ten times faster, and about ``1e-6`` relative
+    from the finer value); the reported epsilon uses the grid of the final
+    noise, and the noise is nudged upwards until that one is within the
+    target as well, and a few secant steps on the reported epsilon then
+    bring it within ``1e-4`` relative below the target where they can (the
+    PLD's epsilon is a step function of the noise on its grid).
+    Results are cached per argument set.
+
+    References
+    ----------
+    Doroshenko, V., Ghazi, B., Kamath, P., Kumar, R. and Manurangsi, P.
+    "Connect the dots: tighter discrete approximations of privacy loss
+    distributions." PETS 2022 (the PLD accountant).
+
+    Examples
+    --------
+    >>> from sklearn_fil.accounting import dpsgd_epsilon, dpsgd_noise_multiplier
+    >>> sigma = dpsgd_noise_multiplier(target_epsilon=2.0, sample_rate=0.01,
+    ...                                steps=1000, delta=1e-5)
+    >>> round(sigma, 3)
+    1.022
+    >>> eps = dpsgd_epsilon(noise_multiplier=sigma, sample_rate=0.01, steps=1000,
+    ...                     delta=1e-5)
+    >>> eps <= 2.0, round(eps, 4)
+    (True, 2.0)
+    """
+    target_epsilon = _check_scalar(target_epsilon, "target_epsilon", low=0.0)
+    _, sample_rate, sensitivity = _check_dpsgd_params(1.0, sample_rate, sensitivity)
+    steps = _check_integer(steps, "steps", low=1)
+    delta = _check_scalar(delta, "delta", low=0.0, high=1.0)
+    if not isinstance(accountant, str) or accountant not in _ACCOUNTANTS:
+        raise ValueError(
+            f"accountant must be one of {_ACCOUNTANTS}, got accountant={accountant!r}."
+        )
+    _check_relation(neighboring_relation, accountant, sample_rate)
+    unit = _calibrated_noise(
+        accountant, target_epsilon, sample_rate, steps, delta, neighboring_relation
+    )
+    return unit * sensitivity
+
+
+# Bracket widening and upward nudges of the DP-SGD calibration: each converges
+# in a few steps, the limits only guard against an endless loop.
+_MAX_BRACKET_STEPS = 200
+_CALIBRATION_RTOL = 1e-5
+# The search's PLD grid is this much coarser than the reported epsilon's:
+# about ten times faster, and its epsilon differs by about 1e-6 relative
+# (dp-accounting's connect-the-dots discretisation), which the final check
+# on the reported epsilon absorbs.
+_SEARCH_GRID_FACTOR = 10.0
+# Secant steps on the reported epsilon after the search, until it is within
+# this relative distance below the target.
+_REFINE_STEPS = 4
+_REFINE_RTOL = 1e-4
+
+
+@lru_cache(maxsize=256)
+def _calibrated_noise(accountant, target, sample_rate, steps, delta, relation):
+    """The calibrated noise over the per-example bound (see the public twin)."""
+    import dp_accounting
+
+    def reported(m):
+        return _accountant_epsilon(accountant, m, sample_rate, steps, delta, relation)
+
+    unit_event, event_relation = dpsgd_event(1.0, sample_rate, steps, relation)
+    # The same steps without sampling: the exact Gaussian noise for the target.
+    exact, _ = dpsgd_event(1.0, 1.0, steps, relation)
+    noise = gaussian_sigma(
+        epsilon=target, delta=delta, sensitivity=1.0
+    ) / gaussian_noise_multiplier(exact)
+    if not (accountant == "pld" and gaussian_noise_multiplier(unit_event)):
+        noise = _search_noise(
+            dp_accounting,
+            accountant,
+            target,
+            delta,
+            noise,
+            sample_rate,
+            steps,
+            relation,
+            event_relation,
+        )
+    # Whatever the calibration's accountant said, the reported epsilon decides.
+    step = _CALIBRATION_RTOL * noise
+    for _ in range(_MAX_BRACKET_STEPS):
+        if reported(noise) <= target:
+            break
+        noise += step
+        step *= 2.0
+    else:  # pragma: no cover - epsilon decreases with the noise
+        raise RuntimeError("Could not calibrate the noise multiplier of DP-SGD.")
+    return float(_refine(reported, target, noise))
+
+
+def _refine(reported, target, noise):
+    """Regula falsi on the reported epsilon, from a noise within the target.
+
+    The search's coarser grid can leave the reported epsilon a little below
+    the target (over many composed steps); a few secant steps on the
+    reported epsilon itself close the gap, keeping the last noise within it.
+    """
+    eps = reported(noise)
+    above = None  # (noise, epsilon) with epsilon > target, once one is seen
+    for _ in range(_REFINE_STEPS):
+        if target - eps <= _REFINE_RTOL * target:
+            break
+        if above is None:
+            trial = noise * eps / target  # epsilon about proportional to 1 / noise
+        else:
+            (m0, e0), (m1, e1) = (noise, eps), above
+            trial = m0 + (target - e0) * (m1 - m0) / (e1 - e0)
+        trial_eps = reported(trial)
+        if trial_eps <= target:
+            noise, eps = trial, trial_eps
+        else:
+            above = (trial, trial_eps)
+    return noise
+
+
+def _search_noise(
+    dp_accounting,
+    accountant,
+    target,
+    delta,
+    guess,
+    sample_rate,
+    steps,
+    relation,
+    event_relation,
+):
+    """``calibrate_dp_mechanism`` over the DP-SGD event, from a bracket."""
+    from dp_accounting.mechanism_calibration import ExplicitBracketInterval
+
+    def event(m):
+        return dpsgd_event(m, sample_rate, steps, relation)[0]
+
+    def fresh(grid_noise):
+        return make_accountant(
+            accountant, event_relation, grid_noise, coarsen=_SEARCH_GRID_FACTOR
+        )
+
+    def gap(m, grid_noise):
+        acc = fresh(grid_noise)
+        with _quiet_absl():
+            return acc.compose(event(m)).get_epsilon(delta) - target
+
+    # [low, high] brackets the target under the accountant of the grid of low.
+    low, high = guess / 2.0, guess
+    for _ in range(_MAX_BRACKET_STEPS):
+        if gap(low, low) <= 0.0:
+            low, high = low / 2.0, low
+        elif gap(high, low) > 0.0:
+            low, high = high, 2.0 * high
+        else:
+            break
+    else:  # pragma: no cover - epsilon decreases with the noise
+        raise RuntimeError("Could not bracket the noise multiplier of DP-SGD.")
+    with _quiet_absl():
+        return float(
+            dp_accounting.calibrate_dp_mechanism(
+                lambda: fresh(low),
+                event,
+                target,
+                delta,
+                bracket_interval=ExplicitBracketInterval(low, high),
+                tol=_CALIBRATION_RTOL * low,
+            )
         )
 
 

@@ -6,6 +6,7 @@
 import math
 import warnings
 from dataclasses import dataclass, field
+from numbers import Integral
 
 from sklearn_fil.exceptions import PrivacyLeakWarning
 
@@ -120,12 +121,33 @@ class Guarantee:
         Whether the sample weights are assumed public and fixed per row.
     reason : str or None
         Why there is no guarantee; None when it holds.
+    dp_event : dp_accounting.DpEvent or None
+        The mechanism as a ``dp-accounting`` event, to compose with other
+        releases (:class:`PrivacyBudget`) or other tools; None when there is
+        no guarantee or no event describes it.
+    event_relation : {"add_remove", "replace_one"} or None
+        The dp-accounting ``NeighboringRelation`` to compose ``dp_event``
+        under. ``"add_remove"`` (``ADD_OR_REMOVE_ONE``): the event is the
+        mechanism at unit distance, its sensitivity folded into the noise
+        multiplier (``GaussianDpEvent(noise_std / sensitivity)`` for one
+        Gaussian release), so it holds for the ``neighboring_relation`` of
+        the guarantee whatever that is; both of dp-accounting's accountants
+        read it alike. ``"replace_one"`` (``REPLACE_ONE``): Poisson-sampled
+        DP-SGD under replace-one, which only the PLD accountant composes.
+    group_size : int
+        The number of examples the guarantee protects together: 1 for the
+        neighbouring relation itself, ``k`` for a group of ``k`` examples
+        (:meth:`group`).
 
     Examples
     --------
     >>> from sklearn_fil.accounting import Guarantee
     >>> Guarantee.none("the rows were not clipped").holds
     False
+    >>> g = Guarantee(epsilon=1.0, delta=1e-5, neighboring_relation="replace_one",
+    ...               mechanism="Gaussian noise", accountant="exact")
+    >>> print(g)
+    (1, 1e-05)-DP under replace-one (Gaussian noise; exact)
     """
 
     epsilon: float | None = None
@@ -138,6 +160,9 @@ class Guarantee:
     noise_std: float | None = None
     weights_public: bool = False
     reason: str | None = None
+    dp_event: object = None
+    event_relation: str | None = None
+    group_size: int = 1
 
     def __post_init__(self):
         if self.reason is None:
@@ -150,6 +175,15 @@ class Guarantee:
                 raise ValueError(f"A guarantee needs epsilon >= 0, got {self.epsilon}.")
             if self.delta is None or not 0 <= self.delta < 1:
                 raise ValueError(f"A guarantee needs 0 <= delta < 1, got {self.delta}.")
+        if self.dp_event is not None and self.event_relation not in _RELATIONS:
+            raise ValueError(
+                f"A dp_event needs event_relation in {_RELATIONS}, got "
+                f"{self.event_relation!r}."
+            )
+        if not (isinstance(self.group_size, int) and self.group_size >= 1):
+            raise ValueError(
+                f"group_size must be an integer >= 1, got {self.group_size!r}."
+            )
 
     @classmethod
     def none(cls, reason, **metadata):
@@ -163,10 +197,83 @@ class Guarantee:
         """Whether ε is a guarantee (finite or not)."""
         return self.reason is None
 
+    def group(self, k):
+        """The guarantee for groups of ``k`` examples (a user with ``k`` rows).
+
+        Two data sets that differ in ``k`` examples (``k`` replaced, or ``k``
+        added or removed, by the guarantee's relation) are joined by a chain
+        of ``k`` neighbours. The δ stays the guarantee's.
+
+        * A Gaussian mechanism (output perturbation, and DP-SGD without
+          sampling: one Gaussian mechanism per step or epoch) moves by at most
+          ``k`` times its sensitivity along the chain (triangle inequality;
+          under shuffling, the ``k`` rows may fall into several batches, whose
+          squared distances add up to at most ``(k Δ)^2``). Its ε is then
+          exact: the analytic Gaussian mechanism at sensitivity ``k Δ``, and
+          the event is the same one with its noise multipliers divided by
+          ``k``.
+        * Poisson-sampled DP-SGD: group privacy of the composed mechanism.
+          If it is (ε₁, δ₁)-DP, the chain gives (k ε₁, δ₁ (e^{k ε₁} - 1) /
+          (e^{ε₁} - 1))-DP for groups of ``k`` (Dwork & Roth 2014, Theorem
+          2.2; Vadhan 2017, Lemma 2.2); ε₁(δ₁) is the curve of the same event
+          (dp-accounting's PLD accountant), at the largest δ₁ that keeps the
+          group's δ at most the guarantee's. No event describes the result,
+          so its ``dp_event`` is None.
+
+        Parameters
+        ----------
+        k : int
+            Group size, >= 1.
+
+        Returns
+        -------
+        guarantee : Guarantee
+            The group guarantee (``group_size`` multiplied by ``k``); this
+            guarantee itself for ``k = 1``, and the same missing guarantee
+            when there is none.
+
+        References
+        ----------
+        Dwork, C. and Roth, A. "The algorithmic foundations of differential
+        privacy." 2014, Theorem 2.2.
+
+        Vadhan, S. "The complexity of differential privacy." 2017, Lemma 2.2.
+
+        Examples
+        --------
+        >>> from sklearn_fil.accounting import Guarantee, gaussian_epsilon
+        >>> from sklearn_fil.accounting._events import gaussian_event
+        >>> g = Guarantee(
+        ...     epsilon=gaussian_epsilon(sigma=1.0, sensitivity=0.5, delta=1e-5),
+        ...     delta=1e-5, neighboring_relation="replace_one", sensitivity=0.5,
+        ...     noise_std=1.0, dp_event=gaussian_event(1.0, 0.5),
+        ...     event_relation="add_remove")
+        >>> g3 = g.group(3)
+        >>> g3.group_size, g3.sensitivity
+        (3, 1.5)
+        >>> g3.epsilon == gaussian_epsilon(sigma=1.0, sensitivity=1.5, delta=1e-5)
+        True
+        """
+        if isinstance(k, bool) or not isinstance(k, Integral) or k < 1:
+            raise ValueError(f"k must be an integer >= 1, got k={k!r}.")
+        k = int(k)
+        if k == 1 or not self.holds:
+            return self
+        if self.dp_event is None:
+            raise ValueError(
+                "This guarantee has no dp_event, the mechanism the group "
+                "guarantee is derived from."
+            )
+        from sklearn_fil.accounting._group import group_guarantee
+
+        return group_guarantee(self, k)
+
     def __str__(self):
         if not self.holds:
             return f"no differential-privacy guarantee: {self.reason}"
         relation = self.neighboring_relation.replace("_", "-")
+        if self.group_size > 1:
+            relation += f" of groups of {self.group_size}"
         public = f"; public: {', '.join(self.public)}" if self.public else ""
         eps = "inf" if math.isinf(self.epsilon) else f"{self.epsilon:.4g}"
         return (

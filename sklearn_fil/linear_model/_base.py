@@ -44,7 +44,14 @@ from sklearn_fil.utils._sklearn_compat import (
 # ``_weighted``: whether the fit used non-uniform example weights (part of the
 # training recipe that attacks re-run, so release() keeps it).
 _PRIVATE_STATE = ("_weighted", FITTED_PARAMS)
-_PUBLIC = ("coef_", "intercept_", "classes_", "n_features_in_", "feature_names_in_")
+_PUBLIC = (
+    "coef_",
+    "intercept_",
+    "sigma_",
+    "classes_",
+    "n_features_in_",
+    "feature_names_in_",
+)
 MECHANISM = "Gaussian output perturbation of the minimiser"
 # The DP path certifies that the released centre is within this fraction of
 # the sensitivity of the exact minimiser (strong convexity turns the final
@@ -112,6 +119,10 @@ class BaseReleasedGLM(GuaranteeMixin, BaseEstimator):
         """The DP guarantee of the release, or why there is none."""
         return Guarantee.none(self._no_guarantee_reason, mechanism=MECHANISM)
 
+    def _noise_std(self, omega, delta):
+        """Noise std of the release (before the fit); ``sigma`` by default."""
+        return float(self.sigma)
+
     def _per_instance_columns(self, X, y, w, omega, delta):
         """Report columns of each example's own leakage (none by default).
 
@@ -151,6 +162,8 @@ class BaseReleasedGLM(GuaranteeMixin, BaseEstimator):
         # of 1 keeps tiny or huge weights from under- or overflowing.
         omega = omega / omega.max()
         delta = self._delta(X.shape[0])
+        # the noise of the release, before the fit (the report scales by it)
+        self.sigma_ = self._noise_std(omega, delta)
         groups = self._onehot_indices()
         # one-hot groups are checked before the (possibly long) fit
         check_onehot_groups(list(groups.values()), X, names=list(groups))
@@ -170,7 +183,7 @@ class BaseReleasedGLM(GuaranteeMixin, BaseEstimator):
         )
         self.dataset_fil_ = result.dataset_fil
         self.guarantee_ = self._guarantee(omega, delta)
-        released = w + noise_rng(self.random_state).normal(0.0, self.sigma, w.shape)
+        released = w + noise_rng(self.random_state).normal(0.0, self.sigma_, w.shape)
         d = X.shape[1]
         self.coef_ = released[:d]
         self.intercept_ = float(released[d]) if self.fit_intercept else 0.0
@@ -244,7 +257,7 @@ class BaseReleasedGLM(GuaranteeMixin, BaseEstimator):
             float(w[d]) if self.fit_intercept else None,
             loss=self._loss,
             lam=self.lam,
-            sigma=self.sigma,
+            sigma=self.sigma_,
             sample_weight=omega,
             penalize_intercept=self.penalize_intercept,
             private_label=self.private_label,

@@ -265,6 +265,8 @@ _ATTRIBUTES_DOC = """\
         FIL of each attribute over all training examples.
     dataset_fil_ : float
         FIL of the whole training set.
+    sigma_ : float
+        Standard deviation of the noise of the release (``sigma``).
     n_features_in_ : int
         Number of features seen during fit.
     feature_names_in_ : ndarray of shape (`n_features_in_`,)

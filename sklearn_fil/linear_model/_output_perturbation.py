@@ -13,6 +13,7 @@ from sklearn_fil.accounting import (
     Guarantee,
     check_delta,
     gaussian_epsilon,
+    gaussian_sigma,
     output_perturbation_sensitivity,
 )
 from sklearn_fil.exceptions import ClippingWarning
@@ -161,6 +162,8 @@ class OutputPerturbedLinearRegression(SquaredLossMixin, _OutputPerturbed):
         FIL of each attribute over all training examples.
     dataset_fil_ : float
         FIL of the whole training set.
+    sigma_ : float
+        Standard deviation of the noise of the release (``sigma``).
     n_iter_ : int
         Solver iterations (1: the exact solve).
     n_features_in_ : int
@@ -252,7 +255,8 @@ class OutputPerturbedLogisticRegression(LogisticLossMixin, _OutputPerturbed):
     Parameters
     ----------
     sigma : float, default=1.0
-        Standard deviation of the Gaussian noise added to every weight.
+        Standard deviation of the Gaussian noise added to every weight;
+        ignored when ``target_epsilon`` is set (``sigma_`` is the noise used).
     lam : float, default=1e-2
         L2 strength; the penalty is ``(n lam / 2) ||w||^2``.
     fit_intercept : bool, default=True
@@ -272,6 +276,18 @@ class OutputPerturbedLogisticRegression(LogisticLossMixin, _OutputPerturbed):
         :func:`~sklearn_fil.accounting.default_delta`, ``min(1e-5, 1 / (10
         n))``. A δ of ``1 / n`` or more warns with
         :class:`~sklearn_fil.exceptions.PrivacyLeakWarning`.
+    target_epsilon : float, default=None
+        Calibrate the noise at fit time so that the release is exactly
+        (``target_epsilon``, δ)-DP: ``sigma_`` is the smallest noise (to a few
+        ulps) for which the analytic Gaussian mechanism (Balle & Wang, 2018)
+        at the certified sensitivity ``Δ`` above and the δ of ``delta`` gives
+        ``epsilon_ <= target_epsilon``; ``sigma`` is then ignored, so a grid
+        search over ``sigma`` compares identical models while one over
+        ``lam`` or ``data_norm`` compares models of equal privacy. It needs
+        the guarantee (``data_norm``, ``lam > 0``, the intercept penalised or
+        absent, uniform or public weights): without it ``fit`` raises a
+        ``ValueError`` before any work. ``Δ`` shrinks as ``1 / n``, so the
+        noise depends on the number of examples (public under replace-one).
     public_sample_weight : bool, default=False
         Whether ``sample_weight`` is public: a constant fixed to each row's
         position, chosen without looking at the data. Only then do
@@ -337,11 +353,27 @@ class OutputPerturbedLogisticRegression(LogisticLossMixin, _OutputPerturbed):
         FIL of the whole training set.
     n_iter_ : int
         Newton iterations.
+    sigma_ : float
+        Standard deviation of the noise the release has: ``sigma``, or the
+        noise calibrated to ``target_epsilon``. ``guarantee_.noise_std``
+        holds the same value.
     n_clipped_ : int
         Number of training rows that ``data_norm`` rescaled (0 without it).
     guarantee_ : Guarantee
         The (ε, δ)-DP guarantee: relation, what is public, mechanism,
-        sensitivity and noise, or the reason there is none.
+        sensitivity and noise, its dp-accounting event, or the reason there
+        is none; ``guarantee_.group(k)`` is the guarantee for groups of ``k``
+        examples.
+    epsilon_ : float or None
+        ε of the guarantee; None (with a
+        :class:`~sklearn_fil.exceptions.PrivacyLeakWarning`) without one.
+    delta_ : float or None
+        δ of the guarantee; None (with a warning) without one.
+    dp_event_ : dp_accounting.DpEvent or None
+        ``GaussianDpEvent(sigma_ / Δ)``, the release as a dp-accounting event
+        at unit distance (compose it under ``ADD_OR_REMOVE_ONE``, or spend the
+        estimator in a :class:`~sklearn_fil.accounting.PrivacyBudget`); None
+        (with a warning) without a guarantee.
     n_features_in_ : int
         Number of features seen during fit.
     feature_names_in_ : ndarray of shape (`n_features_in_`,)
@@ -383,12 +415,21 @@ class OutputPerturbedLogisticRegression(LogisticLossMixin, _OutputPerturbed):
     True
     >>> bool((report["epsilon_replace_one"] <= clf.epsilon_).all())
     True
+
+    Asking for an ε instead of a noise:
+
+    >>> clf = OutputPerturbedLogisticRegression(
+    ...     target_epsilon=1.0, lam=0.1, fit_intercept=False, data_norm=1.0,
+    ...     random_state=0).fit(X, y)
+    >>> round(clf.sigma_, 4), round(clf.epsilon_, 6)
+    (0.7461, 1.0)
     """
 
     _parameter_constraints: ClassVar[dict] = {
         **BaseReleasedGLM._parameter_constraints,
         "data_norm": [None, Interval(Real, 0, None, closed="neither")],
         "delta": [None, Interval(Real, 0, 1, closed="neither")],
+        "target_epsilon": [None, Interval(Real, 0, None, closed="neither")],
         "public_sample_weight": ["boolean"],
         "tol": [Interval(Real, 0, None, closed="neither")],
         "max_iter": [Interval(Integral, 1, None, closed="left")],
@@ -405,6 +446,7 @@ class OutputPerturbedLogisticRegression(LogisticLossMixin, _OutputPerturbed):
         private_label=True,
         data_norm=None,
         delta=None,
+        target_epsilon=None,
         public_sample_weight=False,
         tol=1e-10,
         max_iter=100,
@@ -419,6 +461,7 @@ class OutputPerturbedLogisticRegression(LogisticLossMixin, _OutputPerturbed):
         self.private_label = private_label
         self.data_norm = data_norm
         self.delta = delta
+        self.target_epsilon = target_epsilon
         self.public_sample_weight = public_sample_weight
         self.tol = tol
         self.max_iter = max_iter
@@ -486,24 +529,59 @@ class OutputPerturbedLogisticRegression(LogisticLossMixin, _OutputPerturbed):
     def _sensitivity(self, omega):
         return self._dp_bound(omega)[0]
 
-    def _guarantee(self, omega, delta):
+    def _certified_sensitivity(self, omega):
+        """``(Δ, reason)``: the sensitivity of the released centre, or why none.
+
+        The released centre is certified within ``CERTIFIED_FRACTION * Δ₀``
+        of the exact minimiser (``Δ₀`` its sensitivity), on either
+        neighbouring data set, so it moves by at most ``(1 + 2
+        CERTIFIED_FRACTION) Δ₀``.
+        """
         sensitivity, reason = self._dp_bound(omega)
         if sensitivity is None:
+            return None, reason
+        return sensitivity * (1.0 + 2.0 * CERTIFIED_FRACTION), None
+
+    def _noise_std(self, omega, delta):
+        if self.target_epsilon is None:
+            return float(self.sigma)
+        sensitivity, reason = self._certified_sensitivity(omega)
+        if sensitivity is None:
+            raise ValueError(
+                f"target_epsilon={self.target_epsilon!r} needs a differential-"
+                f"privacy guarantee to calibrate the noise to, and there is none. "
+                f"{reason}"
+            )
+        # the analytic Gaussian mechanism at the sensitivity the guarantee uses
+        return gaussian_sigma(
+            epsilon=self.target_epsilon, delta=delta, sensitivity=sensitivity
+        )
+
+    def _guarantee(self, omega, delta):
+        # imported on first use, as in sklearn_fil.accounting (slow to import)
+        import dp_accounting
+
+        sensitivity, reason = self._certified_sensitivity(omega)
+        if sensitivity is None:
             return Guarantee.none(reason, mechanism=MECHANISM)
-        # The released centre is certified within CERTIFIED_FRACTION *
-        # sensitivity of the exact minimiser, on either neighbouring data set.
-        sensitivity *= 1.0 + 2.0 * CERTIFIED_FRACTION
         weights_public = bool(self.public_sample_weight)
+        accountant = "analytic Gaussian mechanism (dp-accounting)"
+        if self.target_epsilon is not None:
+            accountant += f", sigma calibrated to epsilon={self.target_epsilon:g}"
         return Guarantee(
             epsilon=gaussian_epsilon(
-                sigma=self.sigma, sensitivity=sensitivity, delta=delta
+                sigma=self.sigma_, sensitivity=sensitivity, delta=delta
             ),
             delta=delta,
             neighboring_relation="replace_one",
             public=("n_samples", "sample_weight") if weights_public else ("n_samples",),
             mechanism=MECHANISM,
-            accountant="analytic Gaussian mechanism (dp-accounting)",
+            accountant=accountant,
             sensitivity=float(sensitivity),
-            noise_std=float(self.sigma),
+            noise_std=float(self.sigma_),
             weights_public=weights_public,
+            # the mechanism at unit distance: composes under add/remove in
+            # dp-accounting whatever relation Δ was computed under
+            dp_event=dp_accounting.GaussianDpEvent(self.sigma_ / sensitivity),
+            event_relation="add_remove",
         )

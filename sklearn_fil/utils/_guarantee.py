@@ -11,7 +11,7 @@ from sklearn_fil.exceptions import PrivacyLeakWarning
 
 
 class GuaranteeMixin:
-    """``epsilon_`` and ``delta_`` from the fitted ``guarantee_``.
+    """``epsilon_``, ``delta_`` and ``dp_event_`` from the fitted ``guarantee_``.
 
     ``fit`` stores ``guarantee_``, a :class:`~sklearn_fil.accounting.Guarantee`.
     When it does not hold, every read of ``epsilon_`` or ``delta_`` warns with
@@ -36,3 +36,13 @@ class GuaranteeMixin:
     def delta_(self):
         """δ of the (ε, δ)-DP guarantee, or None (with a warning)."""
         return self._guaranteed("delta")
+
+    @property
+    def dp_event_(self):
+        """The guarantee's ``dp-accounting`` event, or None (with a warning).
+
+        Compose it under the dp-accounting relation ``guarantee_.event_relation``
+        (see :class:`~sklearn_fil.accounting.Guarantee`), or hand the
+        estimator to a :class:`~sklearn_fil.accounting.PrivacyBudget`.
+        """
+        return self._guaranteed("dp_event")

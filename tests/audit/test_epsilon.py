@@ -394,7 +394,10 @@ CONFIGURATIONS = {
         _dpsgd(noise_multiplier=1.2, clipping="hard", hidden_layer_sizes=(3,)),
         "init",
     ),
+    # Calibrated to a target epsilon: the noise comes from the claim itself.
+    "glm_target_epsilon": (_glm(target_epsilon=2.0, fit_intercept=False), None),
 }
+TARGETS = {"glm_target_epsilon": 2.0}
 N_RELEASES = 1000
 
 
@@ -440,6 +443,9 @@ def test_lower_bound_below_claim(name, data):
     audit = _audit(name, data)
     # a claim small enough that the audit could come near it
     assert 1.0 <= audit.epsilon_claimed_ <= 3.5
+    if name in TARGETS:  # a calibrated claim is the target
+        assert audit.epsilon_claimed_ <= TARGETS[name]
+        assert audit.epsilon_claimed_ == pytest.approx(TARGETS[name], rel=1e-4)
     assert audit.delta_ == DELTA
     assert audit.epsilon_lower_ <= audit.epsilon_claimed_, audit.audit_report_
     assert audit.consistent_

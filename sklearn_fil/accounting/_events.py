@@ -1,0 +1,236 @@
+"""dp-accounting events and accountants, built in one place.
+
+Every epsilon that sklearn-fil reports through dp-accounting, every ``dp_event_``
+an estimator exposes, every calibration and every :class:`PrivacyBudget` goes
+through the functions here, so the event that is composed is the event whose
+epsilon was reported.
+
+An event is composed under an *accounting relation*, the dp-accounting
+``NeighboringRelation`` given to the accountant:
+
+* ``"add_remove"`` (``ADD_OR_REMOVE_ONE``): a ``GaussianDpEvent(m)`` is the
+  Gaussian mechanism at unit distance with noise ``m``. The event of a Gaussian
+  release whose sensitivity (under whatever relation the guarantee names) is
+  ``Δ`` and whose noise is ``sigma`` is ``GaussianDpEvent(sigma / Δ)``: the relation of
+  the guarantee is already in ``Δ``, and both of dp-accounting's accountants read
+  the event the same way.
+* ``"replace_one"`` (``REPLACE_ONE``): only for Poisson-sampled DP-SGD under
+  replace-one, which only the PLD accountant composes; there
+  ``PoissonSampledDpEvent(q, GaussianDpEvent(m))`` compares ``(1 - q) N(0) + q
+  N(-1)`` with ``(1 - q) N(0) + q N(+1)`` at noise ``m`` (two examples of norm at
+  most 1). dp-accounting's PLD accountant reads a plain ``GaussianDpEvent(m)``
+  under this relation as distance 2 (its RDP accountant as distance 1), so a
+  unit-distance event composed here is rewritten as ``GaussianDpEvent(2 m)``
+  (:func:`as_replace_one`).
+"""
+
+# Authors: The sklearn-fil developers
+# SPDX-License-Identifier: BSD-3-Clause
+
+import math
+
+ACCOUNTING_RELATIONS = ("add_remove", "replace_one")
+# dp-accounting's default PLD grid.
+_PLD_GRID = 1e-4
+# Largest number of grid points over the span of one privacy loss.
+_PLD_POINTS = 1e6
+
+
+def dp_relation(relation):
+    """dp-accounting's ``NeighboringRelation`` for an accounting relation."""
+    import dp_accounting
+
+    if relation == "add_remove":
+        return dp_accounting.NeighboringRelation.ADD_OR_REMOVE_ONE
+    if relation == "replace_one":
+        return dp_accounting.NeighboringRelation.REPLACE_ONE
+    raise ValueError(
+        f"relation must be one of {ACCOUNTING_RELATIONS}, got relation={relation!r}."
+    )
+
+
+def pld_grid(noise_multiplier):
+    """The PLD discretisation interval for noise ``noise_multiplier`` (unit distance).
+
+    The privacy loss of one step spans about ``4 / s^2 + 40 / s`` (``s`` the
+    noise over the per-example bound); dp-accounting's default grid of 1e-4
+    would need ``(4 / s^2) / 1e-4`` points, terabytes at ``s = 1e-3``. A
+    coarser grid is still pessimistic (an upper bound on epsilon).
+    """
+    span = 4.0 / noise_multiplier**2 + 40.0 / noise_multiplier
+    return max(_PLD_GRID, span / _PLD_POINTS)
+
+
+def make_accountant(accountant, relation, noise_multiplier=None, coarsen=1.0):
+    """A fresh dp-accounting accountant.
+
+    Parameters
+    ----------
+    accountant : {"pld", "rdp"}
+        Privacy loss distributions or Renyi DP.
+    relation : {"add_remove", "replace_one"}
+        The accounting relation.
+    noise_multiplier : float, default=None
+        The smallest noise multiplier the accountant will compose (sets the PLD
+        grid, :func:`pld_grid`); None gives dp-accounting's default grid.
+    coarsen : float, default=1.0
+        Factor on the PLD grid (a search can use a coarser, faster one).
+    """
+    import dp_accounting
+
+    rel = dp_relation(relation)
+    if accountant == "rdp":
+        return dp_accounting.rdp.RdpAccountant(neighboring_relation=rel)
+    if accountant != "pld":
+        raise ValueError(
+            f"accountant must be 'pld' or 'rdp', got accountant={accountant!r}."
+        )
+    grid = _PLD_GRID if noise_multiplier is None else pld_grid(noise_multiplier)
+    grid *= coarsen
+    return dp_accounting.pld.PLDAccountant(
+        neighboring_relation=rel, value_discretization_interval=grid
+    )
+
+
+def gaussian_event(sigma, sensitivity):
+    """``GaussianDpEvent(sigma / sensitivity)``: one Gaussian release (add/remove)."""
+    import dp_accounting
+
+    return dp_accounting.GaussianDpEvent(float(sigma) / float(sensitivity))
+
+
+def dpsgd_event(noise_multiplier, sample_rate, steps, relation):
+    """The event of DP-SGD and the accounting relation to compose it under.
+
+    ``noise_multiplier`` is the noise over the per-example norm bound.
+    Poisson sampling (``sample_rate < 1``) is ``steps`` Poisson-subsampled
+    Gaussian steps under ``relation``. Without sampling (``sample_rate = 1``:
+    every example in every step, or one mechanism per epoch of shuffled
+    batches) it is ``steps`` Gaussian mechanisms at unit distance under
+    add/remove, the noise halved under replace-one (the step's sum moves by
+    twice the bound).
+    """
+    import dp_accounting
+
+    if sample_rate == 1.0:
+        if relation == "replace_one":
+            noise_multiplier = noise_multiplier / 2.0
+        step = dp_accounting.GaussianDpEvent(noise_multiplier)
+        relation = "add_remove"
+    else:
+        step = dp_accounting.PoissonSampledDpEvent(
+            sample_rate, dp_accounting.GaussianDpEvent(noise_multiplier)
+        )
+    return dp_accounting.SelfComposedDpEvent(step, int(steps)), relation
+
+
+def _gaussian_terms(event, count=1):
+    """``[(noise_multiplier, count), ...]`` of an event made of Gaussians only.
+
+    None when the event holds anything else (sampling, another mechanism).
+    """
+    import dp_accounting
+
+    if isinstance(event, dp_accounting.NoOpDpEvent):
+        return []
+    if isinstance(event, dp_accounting.GaussianDpEvent):
+        return [(float(event.noise_multiplier), count)]
+    if isinstance(event, dp_accounting.SelfComposedDpEvent):
+        return _gaussian_terms(event.event, count * int(event.count))
+    if isinstance(event, dp_accounting.ComposedDpEvent):
+        terms = []
+        for sub in event.events:
+            more = _gaussian_terms(sub, count)
+            if more is None:
+                return None
+            terms.extend(more)
+        return terms
+    return None
+
+
+def gaussian_noise_multiplier(event):
+    """The one Gaussian mechanism (unit distance) equal to a composition of them.
+
+    ``T`` Gaussian mechanisms of noise ``m_t`` at unit distance are one at
+    noise ``(sum_t m_t^-2)^(-1/2)``: the privacy loss is Gaussian with mean
+    and variance adding up. None when the event holds anything but Gaussian
+    mechanisms; ``inf`` for an empty composition; 0 when one has no noise.
+    """
+    terms = _gaussian_terms(event)
+    if terms is None:
+        return None
+    if any(m == 0.0 for m, _ in terms):
+        return 0.0
+    if len(terms) == 1:
+        m, count = terms[0]
+        return math.inf if count == 0 else m / math.sqrt(count)
+    precision = sum(count / (m * m) for m, count in terms)
+    return math.inf if precision == 0.0 else 1.0 / math.sqrt(precision)
+
+
+def smallest_noise(event):
+    """The smallest noise multiplier in an event (for the PLD grid), or None."""
+    import dp_accounting
+
+    if isinstance(event, dp_accounting.GaussianDpEvent):
+        return float(event.noise_multiplier)
+    inner = []
+    if isinstance(
+        event,
+        dp_accounting.SelfComposedDpEvent | dp_accounting.PoissonSampledDpEvent,
+    ):
+        inner = [event.event]
+    elif isinstance(event, dp_accounting.ComposedDpEvent):
+        inner = list(event.events)
+    values = [v for v in map(smallest_noise, inner) if v is not None]
+    return min(values) if values else None
+
+
+def as_replace_one(event):
+    """A unit-distance (add/remove) event rewritten for a REPLACE_ONE PLD accountant.
+
+    dp-accounting's PLD accountant reads ``GaussianDpEvent(m)`` under
+    REPLACE_ONE as the Gaussian mechanism at distance 2, so the same mechanism
+    is ``GaussianDpEvent(2 m)`` there. Only plain Gaussians (composed or
+    self-composed) can be rewritten; a Poisson-sampled event under add/remove
+    has no replace-one form here, and raises ``ValueError``.
+    """
+    import dp_accounting
+
+    if isinstance(event, dp_accounting.NoOpDpEvent):
+        return event
+    if isinstance(event, dp_accounting.GaussianDpEvent):
+        return dp_accounting.GaussianDpEvent(2.0 * event.noise_multiplier)
+    if isinstance(event, dp_accounting.SelfComposedDpEvent):
+        return dp_accounting.SelfComposedDpEvent(
+            as_replace_one(event.event), event.count
+        )
+    if isinstance(event, dp_accounting.ComposedDpEvent):
+        return dp_accounting.ComposedDpEvent([as_replace_one(e) for e in event.events])
+    raise ValueError(
+        f"The event {event!r} is accounted under add/remove and cannot be "
+        "composed with replace-one events: only Gaussian mechanisms at unit "
+        "distance can."
+    )
+
+
+def scale_gaussian_event(event, factor):
+    """A Gaussian-only event with every noise multiplier divided by ``factor``.
+
+    The same mechanism at ``factor`` times the sensitivity.
+    """
+    import dp_accounting
+
+    if isinstance(event, dp_accounting.NoOpDpEvent):
+        return event
+    if isinstance(event, dp_accounting.GaussianDpEvent):
+        return dp_accounting.GaussianDpEvent(event.noise_multiplier / factor)
+    if isinstance(event, dp_accounting.SelfComposedDpEvent):
+        return dp_accounting.SelfComposedDpEvent(
+            scale_gaussian_event(event.event, factor), event.count
+        )
+    if isinstance(event, dp_accounting.ComposedDpEvent):
+        return dp_accounting.ComposedDpEvent(
+            [scale_gaussian_event(e, factor) for e in event.events]
+        )
+    raise ValueError(f"Not a composition of Gaussian mechanisms: {event!r}.")
