@@ -3,6 +3,7 @@
 # Authors: The sklearn-fil developers
 # SPDX-License-Identifier: BSD-3-Clause
 
+import dataclasses
 import itertools
 import sys
 from dataclasses import dataclass
@@ -23,7 +24,9 @@ from sklearn_fil.accounting import (
     Guarantee,
     PerInstanceAccountant,
     check_delta,
+    dpsgd_dp_event,
     dpsgd_epsilon,
+    dpsgd_noise_multiplier,
     fil_subsampling_factor,
     gelu_clip_max_norm,
 )
@@ -59,6 +62,7 @@ _PUBLIC = (
     "feature_names_in_",
     "n_iter_",
     "t_",
+    "noise_multiplier_",
 )
 
 
@@ -99,7 +103,8 @@ class _Plan:
     total_steps : int
         Steps of the whole run.
     sigma, C : float
-        Noise multiplier and clipping bound.
+        Noise multiplier (``noise_multiplier``, or the one calibrated to
+        ``target_epsilon``) and clipping bound.
     sensitivity : float
         ``s``, the largest clipped norm in units of ``C``.
     delta : float
@@ -120,20 +125,36 @@ class _Plan:
     replace_one: bool
 
 
-def _dp_guarantee(plan, accountant, neighboring_relation, max_iter):
-    """The :class:`Guarantee` of a private run, with its epsilon.
+def _mechanisms(plan, max_iter):
+    """``(sample_rate, steps)`` of the composition the accountants see.
 
     Poisson sampling composes ``total_steps`` subsampled Gaussian mechanisms;
     shuffled batches compose one unsampled mechanism per epoch.
     """
+    if plan.sampler.poisson:
+        return plan.sampler.q, plan.total_steps
+    return 1.0, max_iter
+
+
+def _dp_guarantee(plan, accountant, neighboring_relation, max_iter, target=None):
+    """The :class:`Guarantee` of a private run, with its epsilon and event."""
     poisson, q = plan.sampler.poisson, plan.sampler.q
+    sample_rate, steps = _mechanisms(plan, max_iter)
     epsilon = dpsgd_epsilon(
         noise_multiplier=plan.sigma,
-        sample_rate=q if poisson else 1.0,
-        steps=plan.total_steps if poisson else max_iter,
+        sample_rate=sample_rate,
+        steps=steps,
         delta=plan.delta,
         sensitivity=plan.sensitivity,
         accountant=accountant,
+        neighboring_relation=neighboring_relation,
+    )
+    # the very event whose epsilon this is
+    event, event_relation = dpsgd_dp_event(
+        noise_multiplier=plan.sigma,
+        sample_rate=sample_rate,
+        steps=steps,
+        sensitivity=plan.sensitivity,
         neighboring_relation=neighboring_relation,
     )
     if poisson:
@@ -156,9 +177,16 @@ def _dp_guarantee(plan, accountant, neighboring_relation, max_iter):
         accountant=(
             f"{accountant.upper()} (dp-accounting, "
             f"{'REPLACE_ONE' if plan.replace_one else 'ADD_OR_REMOVE_ONE'})"
+            + (
+                ""
+                if target is None
+                else f", noise_multiplier calibrated to epsilon={target:g}"
+            )
         ),
         sensitivity=(2.0 if plan.replace_one else 1.0) * plan.sensitivity * plan.C,
         noise_std=plan.sigma * plan.C,
+        dp_event=event,
+        event_relation=event_relation,
     )
 
 
@@ -204,6 +232,8 @@ class DPSGDClassifier(GuaranteeMixin, ClassifierMixin, BaseEstimator):
         Noise standard deviation in units of ``max_grad_norm``. ``0`` trains
         without privacy: infinite epsilon (with a
         :class:`~sklearn_fil.exceptions.PrivacyLeakWarning`) and no FIL.
+        Ignored when ``target_epsilon`` is set (``noise_multiplier_`` is the
+        noise used).
     max_grad_norm : float, default=1.0
         Clipping bound ``C``.
     clipping : {"gelu", "hard"} or None, default="gelu"
@@ -263,6 +293,16 @@ class DPSGDClassifier(GuaranteeMixin, ClassifierMixin, BaseEstimator):
         Target delta; None means ``min(1e-5, 1 / (10 n))``
         (:func:`~sklearn_fil.accounting.default_delta`). A delta of ``1 / n``
         or more triggers a :class:`~sklearn_fil.exceptions.PrivacyLeakWarning`.
+    target_epsilon : float, default=None
+        Calibrate ``noise_multiplier_`` before training so that ``epsilon_``
+        is at most ``target_epsilon`` (within ``1e-4`` relative below it):
+        dp-accounting's ``calibrate_dp_mechanism`` over the very event and
+        accountant ``epsilon_`` comes from -- the sampling rate, the step
+        count, the sensitivity ``2 s C`` (replace-one) or ``s C``, ``delta``
+        (:func:`~sklearn_fil.accounting.dpsgd_noise_multiplier`).
+        ``noise_multiplier`` is then ignored. Needs clipping; the first fit
+        with given settings takes up to a few seconds (the PLD accountant
+        under Poisson sampling), later ones reuse it.
     per_instance_accounting : bool, default=True
         Whether to account the per-instance epsilon of every example
         (Poisson sampling only; add/remove of the example, see
@@ -339,6 +379,17 @@ class DPSGDClassifier(GuaranteeMixin, ClassifierMixin, BaseEstimator):
         without one.
     delta_ : float or None
         Its delta.
+    dp_event_ : dp_accounting.DpEvent or None
+        The run as a dp-accounting event (``guarantee_.dp_event``):
+        ``SelfComposedDpEvent(PoissonSampledDpEvent(q,
+        GaussianDpEvent(noise_multiplier_ / s)), steps)`` under Poisson
+        sampling, to compose under ``guarantee_.event_relation``
+        (``REPLACE_ONE`` for replace-one, PLD accountant only); one unsampled
+        Gaussian mechanism per epoch at unit distance otherwise. None (with a
+        warning) without a guarantee.
+    noise_multiplier_ : float
+        The noise multiplier of the run: ``noise_multiplier``, or the one
+        calibrated to ``target_epsilon``.
     privacy_report_ : pandas.DataFrame
         One row per training example: ``fil``, ``dfil``, ``mse_bound``
         (Guo et al. Theorem 2), ``fil[<feature>]`` when
@@ -424,6 +475,7 @@ class DPSGDClassifier(GuaranteeMixin, ClassifierMixin, BaseEstimator):
         "public_n_samples": [None, Interval(Integral, 1, None, closed="left")],
         "accountant": [StrOptions({"rdp", "pld"})],
         "delta": [None, Interval(Real, 0, 1, closed="neither")],
+        "target_epsilon": [None, Interval(Real, 0, None, closed="neither")],
         "per_instance_accounting": ["boolean"],
         "fil_accounting": ["boolean"],
         "private_label": ["boolean"],
@@ -458,6 +510,7 @@ class DPSGDClassifier(GuaranteeMixin, ClassifierMixin, BaseEstimator):
         public_n_samples=None,
         accountant="pld",
         delta=None,
+        target_epsilon=None,
         per_instance_accounting=True,
         fil_accounting=True,
         private_label=False,
@@ -484,6 +537,7 @@ class DPSGDClassifier(GuaranteeMixin, ClassifierMixin, BaseEstimator):
         self.public_n_samples = public_n_samples
         self.accountant = accountant
         self.delta = delta
+        self.target_epsilon = target_epsilon
         self.per_instance_accounting = per_instance_accounting
         self.fil_accounting = fil_accounting
         self.private_label = private_label
@@ -526,11 +580,18 @@ class DPSGDClassifier(GuaranteeMixin, ClassifierMixin, BaseEstimator):
                 "number of examples is public and used as it is); got "
                 f"public_n_samples={self.public_n_samples!r}."
             )
+        if self.target_epsilon is not None and self.clipping is None:
+            raise ValueError(
+                f"target_epsilon={self.target_epsilon!r} needs clipping: with "
+                "clipping=None the per-example gradients are unbounded and no "
+                "noise gives a finite epsilon. Use clipping='gelu' or 'hard'."
+            )
+        noisy = self.noise_multiplier > 0 or self.target_epsilon is not None
         if (
             self.accountant == "rdp"
             and self.sampling == "poisson"
             and self.neighboring_relation == "replace_one"
-            and self.noise_multiplier > 0
+            and noisy
             and self.clipping is not None
         ):
             raise ValueError(
@@ -709,7 +770,7 @@ class DPSGDClassifier(GuaranteeMixin, ClassifierMixin, BaseEstimator):
         # add/remove, never from the realised n there.
         n_public = n if replace_one else int(self.public_n_samples)
         sampler = BatchSampler(n, n_public, self.batch_size, self.sampling == "poisson")
-        return _Plan(
+        plan = _Plan(
             sampler=sampler,
             total_steps=sampler.steps_per_epoch * self.max_iter,
             sigma=sigma,
@@ -722,6 +783,21 @@ class DPSGDClassifier(GuaranteeMixin, ClassifierMixin, BaseEstimator):
             private=sigma > 0 and self.clipping is not None,
             replace_one=replace_one,
         )
+        if self.target_epsilon is None:
+            return plan
+        # the noise whose reported epsilon is the target: the same sampling,
+        # steps, sensitivity, relation, accountant and delta as epsilon_
+        sample_rate, steps = _mechanisms(plan, self.max_iter)
+        sigma = dpsgd_noise_multiplier(
+            target_epsilon=float(self.target_epsilon),
+            sample_rate=sample_rate,
+            steps=steps,
+            delta=plan.delta,
+            sensitivity=plan.sensitivity,
+            accountant=self.accountant,
+            neighboring_relation=self.neighboring_relation,
+        )
+        return dataclasses.replace(plan, sigma=sigma, private=True)
 
     def _fil_accumulator(self, plan, n, d, xp, device):
         """The FIL accumulator of the run, or None without FIL accounting."""
@@ -817,6 +893,7 @@ class DPSGDClassifier(GuaranteeMixin, ClassifierMixin, BaseEstimator):
                 )
         self.n_iter_ = self.max_iter
         self.t_ = t
+        self.noise_multiplier_ = plan.sigma
         self.recorded_steps_ = recorder.records
         return self._privacy(plan, fil, norms, Y.shape[1])
 
@@ -838,7 +915,11 @@ class DPSGDClassifier(GuaranteeMixin, ClassifierMixin, BaseEstimator):
                 "guarantee": Guarantee.none(reason, mechanism=_MECHANISM),
             }
         guarantee = _dp_guarantee(
-            plan, self.accountant, self.neighboring_relation, self.max_iter
+            plan,
+            self.accountant,
+            self.neighboring_relation,
+            self.max_iter,
+            target=self.target_epsilon,
         )
         if fil is None:
             nan = np.full(n, np.nan)
@@ -856,6 +937,7 @@ class DPSGDClassifier(GuaranteeMixin, ClassifierMixin, BaseEstimator):
         else:
             epsilon = self._per_instance_epsilon(
                 norms.accountant,
+                plan.sigma,
                 plan.sampler.q,
                 plan.total_steps,
                 plan.delta,
@@ -868,7 +950,9 @@ class DPSGDClassifier(GuaranteeMixin, ClassifierMixin, BaseEstimator):
             "guarantee": guarantee,
         }
 
-    def _per_instance_epsilon(self, per_instance, q, steps, delta, sensitivity):
+    def _per_instance_epsilon(
+        self, per_instance, noise_multiplier, q, steps, delta, sensitivity
+    ):
         """Per-instance (add/remove) epsilon, capped by a bound of the same relation.
 
         Both the per-instance RDP and the add/remove RDP epsilon of the whole
@@ -876,7 +960,7 @@ class DPSGDClassifier(GuaranteeMixin, ClassifierMixin, BaseEstimator):
         removing one example, so their minimum does too.
         """
         cap = dpsgd_epsilon(
-            noise_multiplier=float(self.noise_multiplier),
+            noise_multiplier=noise_multiplier,
             sample_rate=q,
             steps=steps,
             delta=delta,

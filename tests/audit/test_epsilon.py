@@ -396,8 +396,12 @@ CONFIGURATIONS = {
     ),
     # Calibrated to a target epsilon: the noise comes from the claim itself.
     "glm_target_epsilon": (_glm(target_epsilon=2.0, fit_intercept=False), None),
+    "dpsgd_poisson_target_epsilon": (
+        _dpsgd(target_epsilon=2.0, clipping="gelu"),
+        None,
+    ),
 }
-TARGETS = {"glm_target_epsilon": 2.0}
+TARGETS = {"glm_target_epsilon": 2.0, "dpsgd_poisson_target_epsilon": 2.0}
 N_RELEASES = 1000
 
 
