@@ -60,6 +60,8 @@ from sklearn_fil._glm import (
 )
 from sklearn_fil._losses import LOSSES
 
+# Bytes of one block of H^-1 x~_i rows in the closed form (cache-sized).
+_CACHE_BYTES = 2 * 2**20
 # Relative tolerance on Delta_i of the logistic iteration.
 LOO_TOL = 1e-10
 # Bytes of the n x b temporaries of one block of logistic problems.
@@ -162,11 +164,13 @@ def leave_one_out(
     shifts = np.zeros((n, p)) if return_shifts else None
     sensitivity = np.empty(n)
     if loss == "squared":
-        for sl in gen_batches(n, chunk):
-            U = problem.one_step(np.arange(n)[sl])
-            sensitivity[sl] = np.linalg.norm(U, axis=1)
+        # blocks of rows whose n x p temporaries stay in cache: the passes
+        # after the GEMM are memory-bound
+        for sl in gen_batches(n, max(1, _CACHE_BYTES // (8 * p))):
+            coef, C, _ = problem.one_step(sl)
+            sensitivity[sl] = np.abs(coef) * np.sqrt(np.einsum("ij,ij->i", C, C))
             if return_shifts:
-                shifts[sl] = U
+                shifts[sl] = coef[:, None] * C
         n_iter = 1
     else:
         n_iter = 0
@@ -212,9 +216,8 @@ class _Problem:
             sign = np.where(m_hat >= 0, 1.0, -1.0)
             self.E = np.exp(-np.abs(m_hat))
             self.onepE = 1.0 + self.E
-            self.scale = (
-                -sign * omega * self.E / self.onepE
-            )  # -sign omega sigmoid(-|m|)
+            # -sign omega sigmoid(-|m|)
+            self.scale = -sign * omega * self.E / self.onepE
             # rows -sign x~: one GEMM gives the exponent -sign * x~^T u
             self.Xneg = -sign[:, None] * (
                 np.hstack([X, np.ones((X.shape[0], 1))]) if has_b else X
@@ -230,22 +233,34 @@ class _Problem:
     def solved_rows(self, idx):
         """``(H^-1 x~_i, 1 - kappa_i x~_i^T H^-1 x~_i)`` for ``i`` in ``idx``.
 
-        The last is ``det(H_-i) / det(H)`` with ``H_-i = H - kappa_i x~_i
-        x~_i^T``; at most ``SINGULAR_RTOL`` means that removing the example
-        leaves a Hessian singular to working precision.
+        ``idx`` is a slice or an array of rows. The last is ``det(H_-i) /
+        det(H)`` with ``H_-i = H - kappa_i x~_i x~_i^T``; at most
+        ``SINGULAR_RTOL`` means that removing the example leaves a Hessian
+        singular to working precision.
         """
-        Xt = self.rows(idx)
-        C = Xt @ self.H_inv  # H^-1 symmetric: rows are H^-1 x~_i
-        den = 1.0 - self.kappa[idx] * np.einsum("ij,ij->i", C, Xt)
+        Xi, H_inv, d = self.X[idx], self.H_inv, self.X.shape[1]
+        # rows H^-1 x~_i (H^-1 is symmetric), without forming [X, 1]
+        C = Xi @ H_inv[:d]
+        if self.has_b:
+            C += H_inv[d]
+        leverage = np.einsum("ij,ij->i", C[:, :d], Xi)
+        if self.has_b:
+            leverage += C[:, d]
+        den = 1.0 - self.kappa[idx] * leverage
         singular = den <= SINGULAR_RTOL
-        self.singular[idx[singular]] = True
-        den[singular] = np.inf  # their shift is reported as inf/NaN anyway
+        if singular.any():
+            self.singular[np.arange(self.X.shape[0])[idx][singular]] = True
+            den[singular] = np.inf  # their shift is reported as inf/NaN anyway
         return C, den
 
     def one_step(self, idx):
-        """``omega_i r_i H_-i^-1 x~_i``: exact for the squared loss."""
+        """``(omega_i r_i / den_i, H^-1 x~_i, den_i)`` (see :meth:`solved_rows`).
+
+        The product of the first two is ``omega_i r_i H_-i^-1 x~_i``, the
+        Newton step from ``w*``: exact for the squared loss.
+        """
         C, den = self.solved_rows(idx)
-        return ((self.omega[idx] * self.r_hat[idx]) / den)[:, None] * C
+        return (self.omega[idx] * self.r_hat[idx]) / den, C, den
 
     # -- the logistic iteration ------------------------------------------------
 
@@ -307,8 +322,8 @@ class _Problem:
 
     def iterate(self, idx, tol, max_iter):
         """Displacements ``w_-i - w^`` of the logistic problems ``idx``."""
-        C, den = self.solved_rows(idx)
-        U = ((self.omega[idx] * self.r_hat[idx]) / den)[:, None] * C
+        scale, C, den = self.one_step(idx)
+        U = scale[:, None] * C
         last = np.linalg.norm(U, axis=1)
         # a zero residual (or weight) leaves w^ the minimiser of F_-i
         todo = np.flatnonzero((last > 0) & np.isfinite(last))

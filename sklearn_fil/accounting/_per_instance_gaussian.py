@@ -11,7 +11,8 @@ safeguarded Newton iteration (a few microseconds per entry).
 # SPDX-License-Identifier: BSD-3-Clause
 
 import numpy as np
-from scipy.special import log_ndtr, ndtr, ndtri
+from scipy.interpolate import CubicSpline
+from scipy.special import erfinv, log_ndtr, ndtr, ndtri
 
 from sklearn_fil.accounting._gaussian import _check_scalar
 
@@ -21,6 +22,8 @@ from sklearn_fil.accounting._gaussian import _check_scalar
 # (relative 1e-12 where δ(ε) is the difference of two numbers near 1/2).
 _STEP_RTOL = 1e-7
 _MAX_ITER = 200
+# Above this ε, e^ε is evaluated in the log form (e^709 overflows).
+_EXP_SAFE = 700.0
 _MAX_NUDGES = 200
 # First upward nudge, relative: the rounding of the curve moves its computed
 # root by up to about 1e-12 of ε, so steps of a few ulps would take many rounds.
@@ -35,38 +38,44 @@ def _delta_curve(eps, mu):
     ``δ(ε) = Φ(μ/2 - ε/μ) - e^ε Φ(-μ/2 - ε/μ)`` (Balle & Wang 2018, Thm 8);
     its derivative is ``-e^ε Φ(-μ/2 - ε/μ)`` (the density terms cancel).
     """
-    a = 0.5 * mu
-    b = eps / mu
+    half = 0.5 * mu
+    t = eps / mu
     with np.errstate(over="ignore", under="ignore", invalid="ignore"):
-        second = np.exp(eps) * ndtr(-a - b)
-    far = ~np.isfinite(second) | (second == 0.0)
-    if far.any():  # e^ε overflows or Φ underflows: the log form
-        second[far] = np.exp(eps[far] + log_ndtr(-a[far] - b[far]))
-    return ndtr(a - b) - second, second
+        second = np.exp(eps) * ndtr(-half - t)
+    # e^ε overflows (ε > 709) or Φ underflows (argument below -37): the log form
+    far = (eps > _EXP_SAFE) | (second == 0.0)
+    if far.any():
+        second[far] = np.exp(eps[far] + log_ndtr(-half[far] - t[far]))
+    return ndtr(half - t) - second, second
 
 
 def _newton(eps, mu, delta, lo, hi):
-    """Safeguarded Newton on ``log δ(ε) = log delta`` from ``eps`` (in place)."""
-    active = np.arange(mu.size)
+    """Safeguarded Newton on ``log δ(ε) = log delta`` from ``eps`` (in place).
+
+    The first step runs on whole arrays; later ones on the few entries that
+    have not converged (with the spline's start, usually none).
+    """
+    active = slice(None)
     log_delta = np.log(delta)
     for _ in range(_MAX_ITER):
-        if not active.size:
-            break
         e, m = eps[active], mu[active]
+        if not e.size:
+            break
         value, slope = _delta_curve(e, m)
+        low, high = lo[active], hi[active]
         above = value > delta
-        lo[active[above]] = e[above]
-        hi[active[~above]] = e[~above]
+        low[above] = e[above]
+        high[~above] = e[~above]
         with np.errstate(divide="ignore", invalid="ignore"):
             new = e + (np.log(value) - log_delta) * value / slope
         step = np.abs(new - e)
-        low, high = lo[active], hi[active]
         outside = ~((new >= low) & (new <= high))  # NaN included
         new[outside] = low[outside] + 0.5 * (high[outside] - low[outside])
         done = ~outside & (step <= _STEP_RTOL * e)
         done |= high - low <= 4.0 * np.spacing(high)
-        eps[active] = new
-        active = active[~done]
+        rows = np.arange(mu.size)[active]
+        eps[rows], lo[rows], hi[rows] = new, low, high
+        active = rows[~done]
     return eps
 
 
@@ -152,10 +161,10 @@ def per_instance_gaussian_epsilon(sensitivity, *, sigma, delta):
     mu = (sens / sigma).ravel()
     epsilon = np.zeros(mu.size)
     epsilon[np.isinf(mu)] = np.inf
-    # δ(0) = Φ(μ/2) - Φ(-μ/2): at most delta means (0, delta)-DP already
-    finite = np.flatnonzero(np.isfinite(mu) & (mu > 0))
-    half = 0.5 * mu[finite]
-    need = finite[ndtr(half) - ndtr(-half) > delta]
+    # δ(0) = Φ(μ/2) - Φ(-μ/2) = erf(μ / (2 sqrt 2)): at most delta below
+    # μ0 = 2 sqrt(2) erfinv(delta), where the mechanism is (0, delta)-DP already
+    mu0 = 2.0 * np.sqrt(2.0) * float(erfinv(delta))
+    need = np.flatnonzero(np.isfinite(mu) & (mu > mu0))
     if need.size:
         m = mu[need]
         # the privacy loss is N(μ²/2, μ²), so ε = μ²/2 + μ Φ⁻¹(1 - δ) bounds δ
@@ -169,12 +178,21 @@ def per_instance_gaussian_epsilon(sensitivity, *, sigma, delta):
             grid_eps = _newton(
                 grid_upper.copy(), grid, delta, np.zeros(_GRID), grid_upper.copy()
             )
-            # log ε is smooth in log μ
-            start = np.exp(np.interp(np.log(m), np.log(grid), np.log(grid_eps)))
-            start = np.minimum(start, upper)
+            # log ε is smooth in log μ: a cubic spline starts Newton within
+            # about 1e-8, so one step reaches the tolerance
+            knots = np.log(grid)
+            coef = CubicSpline(knots, np.log(grid_eps)).c  # (4, _GRID - 1)
+            # the knots are evenly spaced: the interval by arithmetic, no search
+            t = (np.log(m) - knots[0]) * ((_GRID - 1) / (knots[-1] - knots[0]))
+            k = np.clip(t.astype(np.intp), 0, _GRID - 2)
+            x = np.log(m) - knots[k]
+            log_eps = ((coef[0, k] * x + coef[1, k]) * x + coef[2, k]) * x + coef[3, k]
+            start = np.minimum(np.exp(log_eps), upper)
         eps = _newton(start, m, delta, np.zeros(m.size), upper)
-        # as computed, δ(ε) <= delta: nudge upwards where rounding says otherwise
+        # as computed, δ(ε) <= delta: nudge upwards where rounding says
+        # otherwise, starting one step up (the root is as often on either side)
         step = np.maximum(4.0 * np.spacing(eps), _NUDGE_RTOL * eps)
+        eps += step
         rows = np.arange(m.size)
         for _ in range(_MAX_NUDGES):
             value, _ = _delta_curve(eps[rows], m[rows])

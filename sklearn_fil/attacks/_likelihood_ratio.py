@@ -88,7 +88,7 @@ class LikelihoodRatioMembershipInference(BaseEstimator):
     ----------
     model : OutputPerturbedLinearRegression or OutputPerturbedLogisticRegression
         The fitted or released target model. Only its released weights, its
-        noise ``sigma`` and its constructor parameters (the training recipe)
+        noise ``sigma_`` and its constructor parameters (the training recipe)
         are used.
     fpr : float, default=0.01
         False-positive rate ``alpha`` of the test, in (0, 1): :meth:`predict`
@@ -249,7 +249,7 @@ class LikelihoodRatioMembershipInference(BaseEstimator):
         omega = adversary_weights(sample_weight, X)
         omega = omega / omega.max()  # as training scales them
         params = fitted_params(model)
-        sigma = float(getattr(model, "sigma_", params["sigma"]))
+        sigma = float(model.sigma_)  # the noise of the release (fitted or released)
         X = recipe.clip(X)
         y = recipe.encode(y)
         glm = (recipe.lam, recipe.fit_intercept, recipe.penalize_intercept)

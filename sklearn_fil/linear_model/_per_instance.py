@@ -69,8 +69,7 @@ def per_instance_columns(estimator, X, y, w, omega, delta, *, exact=True):
     """
     n = X.shape[0]
     delta = default_delta(n) if delta is None else delta
-    # the noise of the release (sigma_ where the estimator calibrates it)
-    sigma = float(getattr(estimator, "sigma_", estimator.sigma))
+    sigma = estimator.sigma_  # the noise of the release (set before the fit)
     # the guarantee's sensitivity before certification: 2 L max(omega) /
     # (sum(omega) lam), max(omega) = 1, so b_i = omega_i L / (sum(omega) lam)
     global_sensitivity = estimator._sensitivity(omega)

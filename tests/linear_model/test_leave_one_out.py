@@ -261,7 +261,7 @@ def test_report_columns_match_brute_force(est, weighted):
     delta = est.delta_ if est.guarantee_.epsilon is not None else default_delta(30)
     for i in range(0, 30, 7):
         expected = gaussian_epsilon(
-            sigma=est.sigma, sensitivity=report["loo_sensitivity"].iloc[i], delta=delta
+            sigma=est.sigma_, sensitivity=report["loo_sensitivity"].iloc[i], delta=delta
         )
         assert_allclose(report["epsilon"].iloc[i], expected, rtol=1e-9)
 
@@ -431,3 +431,19 @@ def test_irfil_reports_no_per_instance_epsilon():
     X, y, _ = make_data("logistic")
     est = IRFILClassifier(sigma=0.5, n_iter=1, tol=0.0).fit(X, y)
     assert not set(COLUMNS) & set(est.privacy_report_.columns)
+
+
+def test_calibrated_noise_is_the_noise_of_the_per_instance_epsilon():
+    # with target_epsilon the release's noise is sigma_, not sigma
+    est, *_ = _dp_model(target_epsilon=1.0)
+    report = est.privacy_report_
+    assert est.sigma_ != est.sigma
+    assert est.epsilon_ <= 1.0
+    assert np.all(report["epsilon_replace_one"] <= est.epsilon_)
+    for i in (0, 17, 33):
+        expected = gaussian_epsilon(
+            sigma=est.sigma_,
+            sensitivity=report["loo_sensitivity"].iloc[i],
+            delta=est.delta_,
+        )
+        assert_allclose(report["epsilon"].iloc[i], expected, rtol=1e-9)
