@@ -307,7 +307,7 @@ class OutputPerturbedLogisticRegression(LogisticLossMixin, _OutputPerturbed):
         ``omega_i L / (sum(omega) lam)`` where the guarantee holds (``inf``
         elsewhere). The exact values need Newton's method on all ``n``
         leave-one-out problems at once, ``O(n^2 d)`` per step instead of the
-        report's ``O(n d^2)`` (about 3 s at ``n = 10^4``, ``d = 20`` on one
+        report's ``O(n d^2)`` (3 to 4 s at ``n = 10^4``, ``d = 20`` on one
         core; see :ref:`per_instance_epsilon`). ``"auto"``: exact up to
         2000 training examples.
     onehot_groups : dict, default=None
