@@ -30,6 +30,8 @@ _MAX_NUDGES = 200
 _NUDGE_RTOL = 1e-12
 # Points of the exact ε(μ) on which the starting points are interpolated.
 _GRID = 256
+# Relative spread of μ below which every entry starts from one exact ε.
+_NARROW = 1e-6
 
 
 def _delta_curve(eps, mu):
@@ -170,8 +172,17 @@ def per_instance_gaussian_epsilon(sensitivity, *, sigma, delta):
         # the privacy loss is N(μ²/2, μ²), so ε = μ²/2 + μ Φ⁻¹(1 - δ) bounds δ
         upper = np.maximum(0.5 * m * m + m * float(ndtri(1.0 - delta)), 1e-8)
         start = upper.copy()
-        if m.size > _GRID:
-            grid = np.geomspace(m.min(), m.max(), _GRID)
+        low_mu, high_mu = m.min(), m.max()
+        if m.size > _GRID and high_mu <= low_mu * (1.0 + _NARROW):
+            # (nearly) one value, e.g. the same bound for every example: start
+            # everyone at its epsilon
+            one = np.array([low_mu])
+            top = np.maximum(0.5 * one * one + one * float(ndtri(1.0 - delta)), 1e-8)
+            start = np.full(
+                m.size, _newton(top.copy(), one, delta, np.zeros(1), top)[0]
+            )
+        elif m.size > _GRID:
+            grid = np.geomspace(low_mu, high_mu, _GRID)
             grid_upper = np.maximum(
                 0.5 * grid * grid + grid * float(ndtri(1.0 - delta)), 1e-8
             )

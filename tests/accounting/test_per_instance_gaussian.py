@@ -82,3 +82,14 @@ def test_validation(kwargs, match):
     sens = params.pop("sensitivity")
     with pytest.raises(ValueError, match=match):
         per_instance_gaussian_epsilon(sens, **params)
+
+
+@pytest.mark.parametrize("spread", [0.0, 1e-12, 1e-7, 1e-3])
+def test_many_equal_or_nearly_equal_sensitivities(spread):
+    # e.g. the same strong-convexity bound for every example
+    sens = 0.7 * (1.0 + spread * np.linspace(0.0, 1.0, 3000))
+    eps = per_instance_gaussian_epsilon(sens, sigma=1.0, delta=1e-5)
+    ref = [gaussian_epsilon(sigma=1.0, sensitivity=s, delta=1e-5) for s in sens[::999]]
+    assert_allclose(eps[::999], ref, rtol=1e-9)
+    # monotone up to the rounding of the curve
+    assert np.all(np.diff(eps) >= -1e-12 * eps[1:])

@@ -447,3 +447,12 @@ def test_calibrated_noise_is_the_noise_of_the_per_instance_epsilon():
             delta=est.delta_,
         )
         assert_allclose(report["epsilon"].iloc[i], expected, rtol=1e-9)
+
+
+def test_bounds_on_more_examples_than_the_interpolation_grid():
+    # every example has the same bound: one sensitivity repeated n > 256 times
+    est, *_ = _dp_model(n=400, per_instance_accounting=False)
+    report = est.privacy_report_
+    assert report["loo_sensitivity"].nunique() == 1
+    assert report["epsilon"].nunique() == 1
+    assert np.all(report["epsilon_replace_one"] <= est.epsilon_)
