@@ -301,15 +301,17 @@ class OutputPerturbedLogisticRegression(LogisticLossMixin, _OutputPerturbed):
     max_iter : int, default=100
         Maximum Newton iterations; not converging is an error.
     per_instance_accounting : "auto" or bool, default="auto"
-        Whether the report's ``loo_sensitivity`` holds each example's exact
-        leave-one-out sensitivity ``Delta_i`` (then ``epsilon`` and
-        ``epsilon_replace_one`` use it), or its strong-convexity bound
-        ``omega_i L / (sum(omega) lam)`` where the guarantee holds (``inf``
-        elsewhere). The exact values need Newton's method on all ``n``
-        leave-one-out problems at once, ``O(n^2 d)`` per step instead of the
-        report's ``O(n d^2)`` (3 to 4 s at ``n = 10^4``, ``d = 20`` on one
-        core; see :ref:`per_instance_epsilon`). ``"auto"``: exact up to
-        2000 training examples.
+        Whether the report holds each example's exact leave-one-out
+        sensitivity ``Delta_i`` (column ``loo_sensitivity``; ``epsilon`` and
+        ``epsilon_replace_one`` use it), or only its strong-convexity bound
+        ``omega_i L / (sum(omega) lam)`` where the guarantee holds, ``inf``
+        elsewhere (column ``loo_sensitivity_bound``: the per-instance ε are
+        then upper bounds, equal for equal weights). The exact values need
+        Newton's method on all ``n`` leave-one-out problems at once,
+        ``O(n^2 d)`` per step instead of the report's ``O(n d^2)`` (3 to 4 s
+        at ``n = 10^4``, ``d = 20`` on one core; see
+        :ref:`per_instance_epsilon`). ``"auto"``: exact up to 2000 training
+        examples.
     onehot_groups : dict, default=None
         ``{name: [columns]}`` of constrained one-hot attributes (see
         :class:`OutputPerturbedLinearRegression`).
@@ -333,9 +335,10 @@ class OutputPerturbedLogisticRegression(LogisticLossMixin, _OutputPerturbed):
         - ``loo_sensitivity``: ``Delta_i = ||w*(D) - w*(D_-i)||`` (``D_-i``:
           the example's loss term removed, the penalty and ``n`` kept), by
           Newton's method on every leave-one-out problem at once (relative
-          accuracy ``1e-10``); with ``per_instance_accounting=False`` its
-          upper bound ``omega_i L / (sum(omega) lam)`` where the guarantee
-          holds, ``inf`` elsewhere;
+          accuracy ``1e-10``); without it (``per_instance_accounting``),
+          the column ``loo_sensitivity_bound`` holds its upper bound
+          ``omega_i L / (sum(omega) lam)`` where the guarantee holds, ``inf``
+          elsewhere;
         - ``epsilon``: the per-instance ε of telling ``D`` from ``D_-i``, the
           Gaussian mechanism's ε at sensitivity ``loo_sensitivity``, at the
           guarantee's δ (``delta_``) or ``default_delta(n)`` without one; at

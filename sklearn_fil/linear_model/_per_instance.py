@@ -27,8 +27,10 @@ from sklearn_fil._leave_one_out import leave_one_out
 from sklearn_fil.accounting import default_delta, per_instance_gaussian_epsilon
 from sklearn_fil.linear_model._base import CERTIFIED_FRACTION
 
-# The report columns, in order.
+# The report columns, in order. Without the leave-one-out refits the first
+# column holds the strong-convexity bound and says so in its name.
 PER_INSTANCE_COLUMNS = ("loo_sensitivity", "epsilon", "epsilon_replace_one")
+BOUND_COLUMN = "loo_sensitivity_bound"
 
 
 def _epsilon(sensitivity, sigma, delta):
@@ -42,7 +44,7 @@ def _epsilon(sensitivity, sigma, delta):
 
 
 def per_instance_columns(estimator, X, y, w, omega, delta, *, exact=True):
-    """``loo_sensitivity``, ``epsilon`` and ``epsilon_replace_one`` of every example.
+    """``loo_sensitivity`` (or its bound), ``epsilon`` and ``epsilon_replace_one``.
 
     Parameters
     ----------
@@ -66,6 +68,8 @@ def per_instance_columns(estimator, X, y, w, omega, delta, *, exact=True):
     Returns
     -------
     columns : dict of str to ndarray of shape (n_samples,)
+        In report order; the first is ``loo_sensitivity_bound`` when not
+        ``exact``, so a bound is never read as the exact distance.
     """
     n = X.shape[0]
     delta = default_delta(n) if delta is None else delta
@@ -101,10 +105,9 @@ def per_instance_columns(estimator, X, y, w, omega, delta, *, exact=True):
             per_instance_gaussian_epsilon(moved, sigma=sigma, delta=delta),
             guarantee.epsilon,
         )
-    return dict(
-        zip(
-            PER_INSTANCE_COLUMNS,
-            (sensitivity, _epsilon(sensitivity, sigma, delta), replace_one),
-            strict=True,
-        )
-    )
+    first = PER_INSTANCE_COLUMNS[0] if exact else BOUND_COLUMN
+    return {
+        first: sensitivity,
+        "epsilon": _epsilon(sensitivity, sigma, delta),
+        "epsilon_replace_one": replace_one,
+    }

@@ -390,8 +390,11 @@ def test_bounds_instead_of_leave_one_out_refits():
     bounded, *_ = _dp_model(per_instance_accounting=False)
     a, b = exact.privacy_report_, bounded.privacy_report_
     n, lam = 50, 0.1
-    assert_allclose(b["loo_sensitivity"], np.hypot(1.5, 1.0) / (n * lam), rtol=1e-12)
-    assert np.all(b["loo_sensitivity"] >= a["loo_sensitivity"])
+    # a bound is never read as the exact distance: the column says which
+    assert "loo_sensitivity" not in b
+    bound = b["loo_sensitivity_bound"]
+    assert_allclose(bound, np.hypot(1.5, 1.0) / (n * lam), rtol=1e-12)
+    assert np.all(bound >= a["loo_sensitivity"])
     assert np.all(b["epsilon"] >= a["epsilon"])
     assert np.all(b["epsilon_replace_one"] <= exact.epsilon_)
     # the FIL columns do not depend on it
@@ -410,8 +413,8 @@ def test_auto_is_exact_on_small_data_only(monkeypatch):
     est, *_ = _dp_model(per_instance_accounting="auto")
     bounded, *_ = _dp_model(per_instance_accounting=False)
     assert_allclose(
-        est.privacy_report_["loo_sensitivity"],
-        bounded.privacy_report_["loo_sensitivity"],
+        est.privacy_report_["loo_sensitivity_bound"],
+        bounded.privacy_report_["loo_sensitivity_bound"],
     )
 
 
@@ -424,7 +427,8 @@ def test_without_guarantee_replace_one_is_infinite():
     bounded = OutputPerturbedLogisticRegression(
         sigma=0.5, lam=0.05, per_instance_accounting=False
     ).fit(X, y)
-    assert np.all(bounded.privacy_report_[COLUMNS] == np.inf)
+    bounds = ["loo_sensitivity_bound", *COLUMNS[1:]]
+    assert np.all(bounded.privacy_report_[bounds] == np.inf)
 
 
 def test_irfil_reports_no_per_instance_epsilon():
@@ -453,6 +457,6 @@ def test_bounds_on_more_examples_than_the_interpolation_grid():
     # every example has the same bound: one sensitivity repeated n > 256 times
     est, *_ = _dp_model(n=400, per_instance_accounting=False)
     report = est.privacy_report_
-    assert report["loo_sensitivity"].nunique() == 1
+    assert report["loo_sensitivity_bound"].nunique() == 1
     assert report["epsilon"].nunique() == 1
     assert np.all(report["epsilon_replace_one"] <= est.epsilon_)
