@@ -527,10 +527,6 @@ def dpsgd_epsilon(
     )
     steps = _check_integer(steps, "steps", low=0)
     delta = _check_scalar(delta, "delta", low=0.0, high=1.0)
-    if not isinstance(accountant, str) or accountant not in _ACCOUNTANTS:
-        raise ValueError(
-            f"accountant must be one of {_ACCOUNTANTS}, got accountant={accountant!r}."
-        )
     _check_relation(neighboring_relation, accountant, sample_rate)
     if steps == 0:
         return 0.0
@@ -550,7 +546,11 @@ _RELATIONS = ("replace_one", "add_remove")
 
 
 def _check_relation(neighboring_relation, accountant, sample_rate):
-    """Raise unless ``accountant`` can account ``neighboring_relation``."""
+    """Raise unless ``accountant`` is known and can account ``neighboring_relation``."""
+    if not isinstance(accountant, str) or accountant not in _ACCOUNTANTS:
+        raise ValueError(
+            f"accountant must be one of {_ACCOUNTANTS}, got accountant={accountant!r}."
+        )
     if (
         not isinstance(neighboring_relation, str)
         or neighboring_relation not in _RELATIONS
@@ -733,10 +733,6 @@ def dpsgd_noise_multiplier(
     _, sample_rate, sensitivity = _check_dpsgd_params(1.0, sample_rate, sensitivity)
     steps = _check_integer(steps, "steps", low=1)
     delta = _check_scalar(delta, "delta", low=0.0, high=1.0)
-    if not isinstance(accountant, str) or accountant not in _ACCOUNTANTS:
-        raise ValueError(
-            f"accountant must be one of {_ACCOUNTANTS}, got accountant={accountant!r}."
-        )
     _check_relation(neighboring_relation, accountant, sample_rate)
     unit = _calibrated_noise(
         accountant, target_epsilon, sample_rate, steps, delta, neighboring_relation
