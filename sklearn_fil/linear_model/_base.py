@@ -27,7 +27,11 @@ from sklearn_fil.accounting import Guarantee, gaussian_rdp, mse_bound_rdp
 from sklearn_fil.fisher import fisher_information_loss
 from sklearn_fil.utils._fitted import fit_or_clear
 from sklearn_fil.utils._guarantee import GuaranteeMixin
-from sklearn_fil.utils._onehot import check_onehot_groups, onehot_columns
+from sklearn_fil.utils._onehot import (
+    check_onehot_groups,
+    detect_onehot_groups,
+    onehot_columns,
+)
 from sklearn_fil.utils._random import noise_rng
 from sklearn_fil.utils._release import (
     FITTED_PARAMS,
@@ -36,6 +40,7 @@ from sklearn_fil.utils._release import (
 )
 from sklearn_fil.utils._sklearn_compat import (
     Interval,
+    StrOptions,
     _check_sample_weight,
     _fit_context,
 )
@@ -43,7 +48,7 @@ from sklearn_fil.utils._sklearn_compat import (
 # Private fitted state, cleared with the public attributes at each fit.
 # ``_weighted``: whether the fit used non-uniform example weights (part of the
 # training recipe that attacks re-run, so release() keeps it).
-_PRIVATE_STATE = ("_weighted", FITTED_PARAMS)
+_PRIVATE_STATE = ("_weighted", "_onehot_groups", FITTED_PARAMS)
 _PUBLIC = (
     "coef_",
     "intercept_",
@@ -82,7 +87,7 @@ class BaseReleasedGLM(GuaranteeMixin, BaseEstimator):
         "fit_intercept": ["boolean"],
         "penalize_intercept": ["boolean"],
         "private_label": ["boolean"],
-        "onehot_groups": [None, dict],
+        "onehot_groups": [None, dict, StrOptions({"auto"})],
         "random_state": ["random_state"],
     }
 
@@ -164,6 +169,14 @@ class BaseReleasedGLM(GuaranteeMixin, BaseEstimator):
         delta = self._delta(X.shape[0])
         # the noise of the release, before the fit (the report scales by it)
         self.sigma_ = self._noise_std(omega, delta)
+        if isinstance(self.onehot_groups, str):  # "auto"
+            self._onehot_groups = detect_onehot_groups(
+                X, getattr(self, "feature_names_in_", None)
+            )
+            # what attacks and audits read as the fit's groups
+            getattr(self, FITTED_PARAMS)["onehot_groups"] = self._onehot_groups
+        else:
+            self._onehot_groups = self.onehot_groups
         groups = self._onehot_indices()
         # one-hot groups are checked before the (possibly long) fit
         check_onehot_groups(list(groups.values()), X, names=list(groups))
@@ -197,7 +210,7 @@ class BaseReleasedGLM(GuaranteeMixin, BaseEstimator):
     def _onehot_indices(self):
         """Column indices of each constrained one-hot group, by group name."""
         return onehot_columns(
-            self.onehot_groups,
+            self._onehot_groups,
             getattr(self, "feature_names_in_", None),
             self.n_features_in_,
         )

@@ -236,9 +236,11 @@ _LABEL_DOC = """\
         Whether the label is a private coordinate of each example."""
 
 _ONEHOT_DOC = """\
-    onehot_groups : dict, default=None
+    onehot_groups : dict or "auto", default=None
         ``{name: [columns]}`` of constrained one-hot attributes (columns by
-        name or index, all levels present, exactly one 1 per row).
+        name or index, all levels present, exactly one 1 per row), or
+        ``"auto"`` to find them (see
+        :class:`~sklearn_fil.linear_model.OutputPerturbedLinearRegression`).
     verbose : int, default=0
         Print the mean, std and coefficient of variation of the levelled FIL
         at every iteration.

@@ -124,10 +124,17 @@ class OutputPerturbedLinearRegression(SquaredLossMixin, _OutputPerturbed):
         Whether the penalty includes the intercept.
     private_label : bool, default=True
         Whether the label is a private coordinate of each example.
-    onehot_groups : dict, default=None
+    onehot_groups : dict or "auto", default=None
         ``{name: [columns]}`` of constrained one-hot attributes (columns by
         name or index, all levels present, exactly one 1 per row); each is one
         attribute of the report, measured on the sum-to-one tangent space.
+        ``"auto"`` finds them in the training data, as a
+        :class:`~sklearn.preprocessing.OneHotEncoder` earlier in a Pipeline
+        writes them: runs of adjacent 0/1 columns with exactly one 1 per row,
+        each named after its columns' common prefix up to its last ``_``
+        (``race`` for ``race_Asian, race_Other``; ``onehot__race`` with a
+        ColumnTransformer's verbose names). Give a dict where a name is
+        ambiguous; ``OneHotEncoder(drop=...)`` writes no such run.
     random_state : int, RandomState instance or None, default=None
         Seed of the output noise. ``None`` draws fresh OS entropy; a fixed
         seed makes the noise reproducible, so the release is not private.
@@ -312,9 +319,9 @@ class OutputPerturbedLogisticRegression(LogisticLossMixin, _OutputPerturbed):
         at ``n = 10^4``, ``d = 20`` on one core; see
         :ref:`per_instance_epsilon`). ``"auto"``: exact up to 2000 training
         examples.
-    onehot_groups : dict, default=None
-        ``{name: [columns]}`` of constrained one-hot attributes (see
-        :class:`OutputPerturbedLinearRegression`).
+    onehot_groups : dict or "auto", default=None
+        ``{name: [columns]}`` of constrained one-hot attributes, or ``"auto"``
+        to find them (see :class:`OutputPerturbedLinearRegression`).
     random_state : int, RandomState instance or None, default=None
         Seed of the output noise. ``None`` draws fresh OS entropy; a fixed
         seed makes the noise reproducible, so the release is not private.

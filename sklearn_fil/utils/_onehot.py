@@ -96,3 +96,87 @@ def check_onehot_groups(onehot_groups, X, names=None):
                 "A constrained group needs all its levels (do not drop one)."
             )
     return groups
+
+
+def _group_name(names):
+    """A one-hot group's name: its columns' common prefix, cut at its last ``_``.
+
+    ``["onehot__race_Asian", "onehot__race_Other"]`` gives ``"onehot__race"``,
+    the name :class:`~sklearn.preprocessing.OneHotEncoder` joined to each level.
+    """
+    names = [str(name) for name in names]
+    prefix = min(names)
+    other = max(names)  # the sorted extremes share only the common prefix
+    end = next(
+        (i for i, (a, b) in enumerate(zip(prefix, other, strict=False)) if a != b),
+        min(len(prefix), len(other)),
+    )
+    prefix = prefix[:end]
+    cut = prefix.rfind("_")
+    name = prefix[:cut] if cut > 0 else prefix
+    return name or "|".join(names)
+
+
+def detect_onehot_groups(X, feature_names=None):
+    """``{group: [column names]}`` of the one-hot blocks of ``X``, for ``"auto"``.
+
+    A block is a run of adjacent 0/1 columns with exactly one 1 per row, as
+    :class:`~sklearn.preprocessing.OneHotEncoder` writes one input column
+    (its levels are adjacent, and each level of the training data occurs, so no
+    shorter run of them sums to one). Runs are found left to right, each the
+    shortest one from its first column; a column of zeros right after a block
+    (a level that never occurs) joins it. The group is named after its columns'
+    common prefix (see ``_group_name``): ``race`` for ``race_Asian, race_Other``;
+    ``x1|x2`` without feature names.
+
+    Parameters
+    ----------
+    X : ndarray of shape (n_samples, n_features)
+        The validated training data.
+    feature_names : sequence of str or None
+        ``feature_names_in_``; ``x0, x1, ...`` when None.
+
+    Returns
+    -------
+    groups : dict of str to list of str or int
+        Column names (indices when ``feature_names`` is None), by group name.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn_fil.utils._onehot import detect_onehot_groups
+    >>> X = np.array([[0.5, 1, 0, 0], [1.5, 0, 1, 0], [2.0, 0, 0, 1]])
+    >>> detect_onehot_groups(X, ["age", "race_A", "race_B", "race_C"])
+    {'race': ['race_A', 'race_B', 'race_C']}
+    """
+    d = X.shape[1]
+    names = [f"x{j}" for j in range(d)] if feature_names is None else feature_names
+    binary = np.all((X == 0) | (X == 1), axis=0)
+    groups = {}
+    j = 0
+    while j < d:
+        if not binary[j]:
+            j += 1
+            continue
+        total = X[:, j].copy()
+        k = j
+        while not np.all(total == 1) and k + 1 < d and binary[k + 1]:
+            k += 1
+            total += X[:, k]
+            if total.max() > 1:
+                break
+        if k == j or not np.all(total == 1):
+            j += 1
+            continue
+        while k + 1 < d and binary[k + 1] and not X[:, k + 1].any():
+            k += 1
+        cols = list(range(j, k + 1))
+        if feature_names is None:
+            name = "|".join(names[c] for c in cols)
+        else:
+            name = _group_name([names[c] for c in cols])
+        while name in groups or (name in names and name not in cols):
+            name = f"{name}_"
+        groups[name] = cols if feature_names is None else [names[c] for c in cols]
+        j = k + 1
+    return groups
