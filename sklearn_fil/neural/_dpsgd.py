@@ -43,6 +43,7 @@ from sklearn_fil.neural._training import (
 )
 from sklearn_fil.utils._fitted import fit_or_clear
 from sklearn_fil.utils._guarantee import GuaranteeMixin
+from sklearn_fil.utils._onehot import check_onehot_groups, onehot_columns
 from sklearn_fil.utils._random import noise_rng
 from sklearn_fil.utils._release import (
     FITTED_PARAMS,
@@ -318,6 +319,18 @@ class DPSGDClassifier(GuaranteeMixin, ClassifierMixin, BaseEstimator):
         Input coordinates sampled per step for an unbiased estimate of the
         trace of each example's Fisher information; None uses all of them
         (exact, and adds the per-feature ``fil[<feature>]`` columns).
+    onehot_groups : dict, default=None
+        Constrained one-hot groups, ``{name: [columns]}`` with each column a
+        feature name or index, as in the GLMs: each group's columns must hold
+        0/1 values with exactly one 1 per row (checked before any work). A
+        group ``G`` of ``k`` columns is one attribute measured on the tangent
+        space ``{v : sum_{j in G} v_j = 0}`` of its constraint, of dimension
+        ``k - 1``: its squared FIL is the trace ``sum_{j in G} ||J e_j||^2 -
+        ||J 1_G||^2 / k`` (summed over steps, scaled as ``fil``), which
+        replaces its columns' ``fil[...]`` by one ``fil[<name>]`` and its
+        columns' share of ``fil``. With ``fil_coordinates`` the sampled trace
+        less the exact correction ``||J 1_G||^2 / k`` stays unbiased (clamped
+        at zero).
     norm_precision : float, default=0.01
         Per-instance accounting rounds each gradient norm (in units of
         ``C``) up to a multiple of this.
@@ -414,6 +427,23 @@ class DPSGDClassifier(GuaranteeMixin, ClassifierMixin, BaseEstimator):
         It is an estimate, since a norm can grow between two samplings of its
         example, unlike ``epsilon_``, a guarantee. With shuffled batches or
         ``per_instance_accounting=False`` the column holds ``epsilon_``.
+    attribute_fil_ : pandas.Series
+        FIL of each attribute of the report (``fil[<name>]``: a feature, a
+        one-hot group, the label) over all training examples: ``sqrt`` of
+        the trace of the Fisher information of the released steps about
+        that attribute of every example, i.e. ``sqrt(sum_i fil[<name>]_i^2)``
+        (the Fisher information about different examples' coordinates sits
+        off the diagonal, so the trace is the sum of the per-example ones).
+        The GLMs' ``attribute_fil_`` is the spectral norm of the same
+        matrix; like ``fil``, this trace form is an upper bound on it (the
+        per-step matrices do not compose spectrally). Empty without
+        per-attribute columns (``fil_coordinates`` set and no private label,
+        or no FIL accounting).
+    dataset_fil_ : float
+        FIL of the whole training set, ``sqrt(sum_i fil_i^2)``: the square
+        root of the trace over every private coordinate of every example, so
+        at least every entry of ``attribute_fil_``. NaN without FIL
+        accounting.
     n_features_in_ : int
         Number of features.
     feature_names_in_ : ndarray of str
@@ -480,6 +510,7 @@ class DPSGDClassifier(GuaranteeMixin, ClassifierMixin, BaseEstimator):
         "fil_accounting": ["boolean"],
         "private_label": ["boolean"],
         "fil_coordinates": [None, Interval(Integral, 1, None, closed="left")],
+        "onehot_groups": [None, dict],
         "norm_precision": [Interval(Real, 0, None, closed="neither")],
         "norm_refresh": [None, Interval(Integral, 1, None, closed="left")],
         "record_steps": [
@@ -515,6 +546,7 @@ class DPSGDClassifier(GuaranteeMixin, ClassifierMixin, BaseEstimator):
         fil_accounting=True,
         private_label=False,
         fil_coordinates=None,
+        onehot_groups=None,
         norm_precision=0.01,
         norm_refresh=None,
         record_steps=None,
@@ -542,6 +574,7 @@ class DPSGDClassifier(GuaranteeMixin, ClassifierMixin, BaseEstimator):
         self.fil_accounting = fil_accounting
         self.private_label = private_label
         self.fil_coordinates = fil_coordinates
+        self.onehot_groups = onehot_groups
         self.norm_precision = norm_precision
         self.norm_refresh = norm_refresh
         self.record_steps = record_steps
@@ -698,6 +731,13 @@ class DPSGDClassifier(GuaranteeMixin, ClassifierMixin, BaseEstimator):
         check_classification_targets(y)
         n, d = X.shape
         sizes = self._check_settings(n)
+        groups = onehot_columns(
+            self.onehot_groups, getattr(self, "feature_names_in_", None), d
+        )
+        if groups:  # checked on the host, before any work
+            check_onehot_groups(
+                list(groups.values()), _backend.to_numpy(X), names=list(groups)
+            )
         binarizer = LabelBinarizer().fit(y)
         if binarizer.classes_.size < 2:
             raise ValueError(
@@ -713,7 +753,7 @@ class DPSGDClassifier(GuaranteeMixin, ClassifierMixin, BaseEstimator):
         init = _check_init(coefs_init, intercepts_init, widths)
         rng = noise_rng(self.random_state)
         net = self._init_network(widths, rng, xp, device, init)
-        privacy = self._train(net, X, Y, rng)
+        privacy = self._train(net, X, Y, rng, list(groups.values()))
 
         # The one copy of the weights back to the host (a no-op for NumPy).
         self.coefs_ = [_backend.to_numpy(W) for W in net.coefs]
@@ -721,12 +761,7 @@ class DPSGDClassifier(GuaranteeMixin, ClassifierMixin, BaseEstimator):
         self.classes_ = binarizer.classes_
         logits = net.forward(X)[1]
         names = list(getattr(self, "feature_names_in_", [f"x{j}" for j in range(d)]))
-        attribute_fil = {}
-        if privacy["attribute_fil"] is not None:
-            for j, name in enumerate(names):
-                attribute_fil[str(name)] = privacy["attribute_fil"][:, j]
-        if privacy["label_fil"] is not None:
-            attribute_fil[str(target_label(target_name, names))] = privacy["label_fil"]
+        attribute_fil = self._attribute_columns(privacy, names, groups, target_name)
         self.privacy_report_ = privacy_report_frame(
             privacy["fil"],
             privacy["dfil"],
@@ -737,8 +772,40 @@ class DPSGDClassifier(GuaranteeMixin, ClassifierMixin, BaseEstimator):
             grad_norm=privacy["grad_norm"],
             loss=_backend.to_numpy(net.loss(logits, Y)),
         )
+        # FIL over all examples: sqrt of the trace of the Fisher information
+        # about the attribute of every example (the sum of the report's
+        # squared column), an upper bound on the GLMs' spectral norm
+        self.attribute_fil_ = pd.Series(
+            {name: float(np.sqrt(np.sum(v * v))) for name, v in attribute_fil.items()},
+            name="fil",
+            dtype=np.float64,
+        )
+        self.dataset_fil_ = float(np.sqrt(np.sum(privacy["fil"] ** 2)))
         self.guarantee_ = privacy["guarantee"]
         return self
+
+    @staticmethod
+    def _attribute_columns(privacy, names, groups, target_name):
+        """``{name: per-example FIL}`` in the GLMs' order.
+
+        Features outside the groups, each group at its first column, then
+        the label.
+        """
+        columns = {}
+        attr, group_fil = privacy["attribute_fil"], privacy["group_fil"]
+        first = {min(cols): g for g, cols in enumerate(groups.values())}
+        in_group = {j for cols in groups.values() for j in cols}
+        group_names = list(groups)
+        if attr is not None:
+            for j, name in enumerate(names):
+                if j in first:
+                    g = first[j]
+                    columns[str(group_names[g])] = group_fil[:, g]
+                elif j not in in_group:
+                    columns[str(name)] = attr[:, j]
+        if privacy["label_fil"] is not None:
+            columns[str(target_label(target_name, names))] = privacy["label_fil"]
+        return columns
 
     def _init_network(self, widths, rng, xp=np, device=None, init=None):
         """The network at ``init``, or at the default initialisation.
@@ -799,7 +866,7 @@ class DPSGDClassifier(GuaranteeMixin, ClassifierMixin, BaseEstimator):
         )
         return dataclasses.replace(plan, sigma=sigma, private=True)
 
-    def _fil_accumulator(self, plan, n, d, xp, device):
+    def _fil_accumulator(self, plan, n, d, xp, device, groups=()):
         """The FIL accumulator of the run, or None without FIL accounting."""
         if not (plan.private and self.fil_accounting):
             return None
@@ -824,6 +891,7 @@ class DPSGDClassifier(GuaranteeMixin, ClassifierMixin, BaseEstimator):
             private_label=self.private_label,
             xp=xp,
             device=device,
+            groups=groups,
         )
 
     def _per_instance_accountant(self, plan, n):
@@ -839,7 +907,7 @@ class DPSGDClassifier(GuaranteeMixin, ClassifierMixin, BaseEstimator):
             orders=_per_instance_orders(),
         )
 
-    def _train(self, net, X, Y, rng):
+    def _train(self, net, X, Y, rng, groups=()):
         """Run DP-SGD on ``net`` in place; returns the privacy accounting.
 
         The random numbers are drawn in the order described in
@@ -849,7 +917,7 @@ class DPSGDClassifier(GuaranteeMixin, ClassifierMixin, BaseEstimator):
         n, d = X.shape
         plan = self._plan(n)
         sampler, C = plan.sampler, plan.C
-        fil = self._fil_accumulator(plan, n, d, xp, device)
+        fil = self._fil_accumulator(plan, n, d, xp, device, groups)
         norms = NormAccountant(self._per_instance_accountant(plan, n), xp)
         norms.refresh(self._full_pass_norms(net, X, Y))
         optimiser = NoisySGD(
@@ -911,6 +979,7 @@ class DPSGDClassifier(GuaranteeMixin, ClassifierMixin, BaseEstimator):
                 "epsilon": np.full(n, np.inf),
                 "grad_norm": grad_norm,
                 "attribute_fil": None,
+                "group_fil": None,
                 "label_fil": None,
                 "guarantee": Guarantee.none(reason, mechanism=_MECHANISM),
             }
@@ -928,6 +997,7 @@ class DPSGDClassifier(GuaranteeMixin, ClassifierMixin, BaseEstimator):
                 "dfil": nan,
                 "mse_bound": nan,
                 "attribute_fil": None,
+                "group_fil": None,
                 "label_fil": None,
             }
         else:

@@ -302,7 +302,33 @@ class Network(DenseNetwork):
             parts.append(self._jvp_sq_norms(acts, logits, deltas, norms, c, dc, part))
         return parts[0] if len(parts) == 1 else _backend.concat(parts, xp, axis=1)
 
-    def _jvp_sq_norms(self, acts, logits, deltas, norms, c, dc, coords):
+    def direction_sq_norms(self, acts, logits, deltas, norms, c, dc, directions):
+        """``||J_i u||^2`` of the clipped gradient along input directions ``u``.
+
+        The generic forward-over-reverse code of :meth:`jacobian_sq_norms`
+        with the tangent ``u`` in place of ``e_j`` (for a constrained one-hot
+        group, ``u = 1_G``, its all-ones direction), in every namespace.
+
+        Parameters
+        ----------
+        acts, logits, deltas : list of ndarray, ndarray, list of ndarray
+            Forward and backward pass of the batch.
+        norms, c, dc : ndarray of shape (b,)
+            Gradient norms, clip factors and their derivatives.
+        directions : ndarray of shape (m, d)
+            The directions ``u``, one per row, in the namespace of the network.
+
+        Returns
+        -------
+        sq : ndarray of shape (b, m)
+        """
+        return self._jvp_sq_norms(
+            acts, logits, deltas, norms, c, dc, None, directions=directions
+        )
+
+    def _jvp_sq_norms(
+        self, acts, logits, deltas, norms, c, dc, coords, directions=None
+    ):
         xp = self.xp
         L = len(self.coefs)
         if L > 1 and self.activation == "logistic":
@@ -312,7 +338,10 @@ class Network(DenseNetwork):
             )
         x = acts[0]
         # Forward tangents along e_j: dz_1 = W_1[j], then through the layers.
-        dz = xp.take(self.coefs[0], coords, axis=0)[None, :, :]  # (1, m, n_1)
+        if directions is None:
+            dz = xp.take(self.coefs[0], coords, axis=0)[None, :, :]  # (1, m, n_1)
+        else:  # a general tangent u: dz_1 = u W_1
+            dz = (directions @ self.coefs[0])[None, :, :]
         dacts = [None]  # the input's tangent e_j is handled in closed form
         for layer in range(1, L):
             da = self.slope(acts, layer)[:, None, :] * dz
@@ -342,8 +371,11 @@ class Network(DenseNetwork):
             d_sq = _inner("ij,ij->i", d, d, xp)[:, None]
             d_dd = _inner("ij,imj->im", d, dd, xp)
             dd_sq = _inner("imj,imj->im", dd, dd, xp)
-            if layer == 0:
+            if layer == 0 and directions is None:
                 da_sq, a_da = 1.0, xp.take(x, coords, axis=1)
+            elif layer == 0:
+                da_sq = xp.sum(directions * directions, axis=1)[None, :]
+                a_da = x @ directions.T
             else:
                 da = dacts[layer]
                 da_sq = _inner("imj,imj->im", da, da, xp)

@@ -379,7 +379,12 @@ class FILAccumulator:
     Each step adds, for every example of its batch, ``kappa / (sigma C)^2``
     times the squared Jacobian norms of its clipped gradient about its
     features (summed over the sampled coordinates, times ``d / m``) and, with
-    a private label, about its label.
+    a private label, about its label. A constrained one-hot group ``G`` of
+    ``k`` columns is measured on the tangent space ``{v : sum_{j in G} v_j =
+    0}`` of its sum-to-one constraint: its trace is ``sum_{j in G} ||J e_j||^2
+    - ||J 1_G||^2 / k`` (``1_G`` the group's all-ones direction, as
+    :meth:`~sklearn_fil.neural._network.Network.label_sq_norm` does for a
+    one-hot label), so each step also accumulates ``||J 1_G||^2``.
 
     Parameters
     ----------
@@ -394,9 +399,13 @@ class FILAccumulator:
         Whether to accumulate the label's information.
     xp, device : module, object
         Where the accumulators live.
+    groups : list of ndarray of int, default=()
+        Column indices of each constrained one-hot group (host arrays).
     """
 
-    def __init__(self, n, d, *, scale, fil_coordinates, private_label, xp, device):
+    def __init__(
+        self, n, d, *, scale, fil_coordinates, private_label, xp, device, groups=()
+    ):
         self.d = d
         self.scale = scale
         self.fil_coordinates = fil_coordinates
@@ -407,6 +416,14 @@ class FILAccumulator:
         self.attr_sq = (
             _backend.zeros((n, d), xp, device) if fil_coordinates is None else None
         )
+        self.groups = [np.asarray(cols, dtype=np.int64) for cols in groups]
+        self.directions = self.ones_sq = None
+        if self.groups:
+            ones = np.zeros((len(self.groups), d))
+            for g, cols in enumerate(self.groups):
+                ones[g, cols] = 1.0
+            self.directions = _backend.asarray(ones, xp, device)
+            self.ones_sq = _backend.zeros((n, len(self.groups)), xp, device)
 
     def _coordinates(self, rng):
         """The step's coordinates (a draw of ``rng`` when sampling) and ``m``."""
@@ -451,6 +468,18 @@ class FILAccumulator:
             rows.add(self.trace, scale * self.xp.sum(sq, axis=1) * (d / m))
             if self.attr_sq is not None:
                 rows.add(self.attr_sq, scale * sq)
+        if self.ones_sq is not None:
+            # ||J 1_G||^2 of every group, by the generic code on every path
+            ones = net.direction_sq_norms(
+                batch.acts,
+                batch.logits,
+                batch.deltas,
+                batch.norms,
+                batch.c,
+                batch.dc,
+                self.directions,
+            )
+            rows.add(self.ones_sq, scale * ones)
         if self.label_sq is not None:
             label = net.label_sq_norm(
                 batch.acts, batch.deltas, batch.norms, batch.c, batch.dc
@@ -458,17 +487,33 @@ class FILAccumulator:
             rows.add(self.label_sq, scale * label)
 
     def result(self, n_outputs):
-        """Host ``fil``, ``dfil``, ``mse_bound``, per-feature and label FIL.
+        """Host ``fil``, ``dfil``, ``mse_bound``, per-feature, group and label FIL.
 
         ``n_outputs`` is the width of the one-hot label (1 when binary): a
-        private label adds ``max(1, n_outputs - 1)`` private coordinates.
+        private label adds ``max(1, n_outputs - 1)`` private coordinates. A
+        one-hot group of ``k`` columns counts ``k - 1``: its trace is on the
+        tangent space of its constraint (``group_fil``, one column per group,
+        None without per-feature sums), and so is its part of ``fil``.
         """
         trace = _backend.to_numpy(self.trace)
         attr_sq = None if self.attr_sq is None else _backend.to_numpy(self.attr_sq)
         label_sq = None if self.label_sq is None else _backend.to_numpy(self.label_sq)
-        # private coordinates: the features, and the label (one, or the
-        # K - 1 dimensions of a one-hot label's constraint plane)
-        k = self.d
+        group_fil = None
+        if self.groups:
+            sizes = np.array([cols.size for cols in self.groups], dtype=np.float64)
+            correction = _backend.to_numpy(self.ones_sq) / sizes
+            # the sums of squares differ by the radial part of each group's
+            # block; rounding (or a sampled trace) can leave them below zero
+            trace = np.maximum(trace - correction.sum(axis=1), 0.0)
+            if attr_sq is not None:
+                group_sq = np.column_stack(
+                    [attr_sq[:, cols].sum(axis=1) for cols in self.groups]
+                )
+                group_fil = np.sqrt(np.maximum(group_sq - correction, 0.0))
+        # private coordinates: the features (k - 1 per one-hot group), and the
+        # label (one, or the K - 1 dimensions of a one-hot label's constraint
+        # plane)
+        k = self.d - len(self.groups)
         if label_sq is not None:
             trace = trace + label_sq
             k += max(1, n_outputs - 1)
@@ -480,6 +525,7 @@ class FILAccumulator:
             "dfil": dfil,
             "mse_bound": mse_bound,
             "attribute_fil": None if attr_sq is None else np.sqrt(attr_sq),
+            "group_fil": group_fil,
             "label_fil": None if label_sq is None else np.sqrt(label_sq),
         }
 

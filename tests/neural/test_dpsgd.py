@@ -775,3 +775,173 @@ def test_non_finite_gradient_is_a_clear_error():
         with pytest.raises(ValueError, match="gradient is not finite"):
             clf.fit(X, y, coefs_init=coefs, intercepts_init=[np.zeros(3)])
     assert not [a for a in vars(clf) if a.endswith("_")]
+
+
+def _onehot_data(n=24, classes=2, levels=3, seed=0):
+    """Two continuous features, then a one-hot block of ``levels`` columns."""
+    X, y = _data(n=n, d=2, classes=classes, seed=seed)
+    level = np.random.default_rng(seed).integers(0, levels, n)
+    return np.hstack([X, np.eye(levels)[level]]), y
+
+
+def _jacobian_by_finite_differences(net, x, y, C, clipping):
+    h = 1e-6
+    cols = []
+    for j in range(x.size):
+        e = np.zeros(x.size)
+        e[j] = h
+        cols.append(
+            (
+                _clipped_gradient(net, x + e, y, C, clipping)
+                - _clipped_gradient(net, x - e, y, C, clipping)
+            )
+            / (2 * h)
+        )
+    return np.column_stack(cols)
+
+
+@pytest.mark.parametrize(
+    "hidden, classes, clipping",
+    [((), 2, "gelu"), ((), 3, "hard"), ((3,), 2, "gelu"), ((3,), 3, "gelu")],
+)
+def test_onehot_group_fil_is_the_trace_on_the_constraint_tangent_space(
+    hidden, classes, clipping
+):
+    # With a vanishing learning rate (shuffled batches, every example once per
+    # epoch) the group's squared FIL is epochs * ||J_G P||_F^2 / (sigma C)^2,
+    # P an orthonormal basis of {v : sum_G v = 0}, J from finite differences.
+    X, y = _onehot_data(classes=classes)
+    sigma, C, epochs = 2.0, 0.5, 2
+    params = dict(
+        hidden_layer_sizes=hidden,
+        noise_multiplier=sigma,
+        max_grad_norm=C,
+        clipping=clipping,
+        batch_size=8,
+        sampling="shuffle",
+        learning_rate=1e-300,
+        max_iter=epochs,
+        random_state=0,
+    )
+    clf = DPSGDClassifier(**params, onehot_groups={"colour": [2, 3, 4]}).fit(X, y)
+    plain = DPSGDClassifier(**params).fit(X, y)
+    net = Network(clf.coefs_, clf.intercepts_, "tanh")
+    Y = np.eye(classes)[y] if classes > 2 else y[:, None].astype(float)
+    # an orthonormal basis of the tangent space of the 3 group columns
+    P = np.linalg.svd(np.eye(3) - 1.0 / 3)[0][:, :2]
+    group = np.empty(len(X))
+    for i in range(len(X)):
+        J = _jacobian_by_finite_differences(net, X[i], Y[i], C, clipping)
+        group[i] = np.sum((J[:, 2:] @ P) ** 2)
+    expected = epochs * group / (sigma * C) ** 2
+    report = clf.privacy_report_
+    names = ["fil[x0]", "fil[x1]", "fil[colour]"]
+    assert [c for c in report.columns if c.startswith("fil[")] == names
+    assert_allclose(report["fil[colour]"] ** 2, expected, rtol=1e-5, atol=1e-12)
+    # the plain features are unchanged; fil sums them and the group
+    for name in names[:2]:
+        assert_array_equal(report[name], plain.privacy_report_[name])
+    total = report["fil[x0]"] ** 2 + report["fil[x1]"] ** 2 + expected
+    assert_allclose(report["fil"] ** 2, total, rtol=1e-5)
+    assert_allclose(report["dfil"] ** 2, total / 4, rtol=1e-5)  # k = 2 + (3 - 1)
+    assert np.all(report["fil"] <= plain.privacy_report_["fil"] * (1 + 1e-12))
+    # over all examples: the sqrt of the sum of each column's squares
+    hand = np.sqrt((report[names] ** 2).sum())
+    assert list(clf.attribute_fil_.index) == ["x0", "x1", "colour"]
+    assert_allclose(clf.attribute_fil_.to_numpy(), hand.to_numpy(), rtol=1e-12)
+    assert_allclose(clf.dataset_fil_, np.sqrt(np.sum(report["fil"] ** 2)), rtol=1e-12)
+    assert clf.dataset_fil_ >= clf.attribute_fil_.max()
+
+
+def test_onehot_groups_by_name_with_a_private_label():
+    X, y = _onehot_data(n=40, classes=3)
+    frame = pd.DataFrame(X, columns=["age", "income", "red", "green", "blue"])
+    clf = DPSGDClassifier(
+        batch_size=10,
+        max_iter=2,
+        private_label=True,
+        onehot_groups={"colour": ["red", 3, "blue"]},
+        random_state=0,
+    ).fit(frame, pd.Series(y, name="t"))
+    report = clf.privacy_report_
+    attrs = ["age", "income", "colour", "t"]
+    assert [c for c in report.columns if c.startswith("fil[")] == [
+        f"fil[{a}]" for a in attrs
+    ]
+    assert list(clf.attribute_fil_.index) == attrs
+    assert_allclose(
+        clf.attribute_fil_.to_numpy(),
+        np.sqrt((report[[f"fil[{a}]" for a in attrs]] ** 2).sum()).to_numpy(),
+        rtol=1e-12,
+    )
+    # the label's two constrained dimensions and the group's two
+    assert_allclose(report["dfil"] ** 2, report["fil"] ** 2 / 6, rtol=1e-12)
+    assert clf.dataset_fil_ >= clf.attribute_fil_.max()
+    assert "attribute_fil_" not in vars(clf.release())
+
+
+def test_onehot_groups_with_sampled_coordinates_keep_an_unbiased_trace():
+    X, y = _onehot_data(n=10)
+    params = dict(
+        noise_multiplier=1.0,
+        batch_size=10,
+        sampling="shuffle",
+        learning_rate=1e-300,
+        max_iter=400,
+        onehot_groups={"g": [2, 3, 4]},
+        random_state=0,
+    )
+    full = DPSGDClassifier(**params).fit(X, y)
+    sampled = DPSGDClassifier(**params, fil_coordinates=2).fit(X, y)
+    ratio = sampled.privacy_report_["fil"] ** 2 / full.privacy_report_["fil"] ** 2
+    assert_allclose(ratio, 1.0, atol=0.2)
+    assert "fil[g]" not in sampled.privacy_report_
+    assert sampled.attribute_fil_.empty
+    assert np.isfinite(sampled.dataset_fil_)
+
+
+@pytest.mark.parametrize(
+    "groups, match",
+    [
+        ({"g": [2, 3]}, "not a one-hot encoding"),  # a level is missing
+        ({"g": [0, 1]}, "not a one-hot encoding"),
+        ({"g": [2, 3, 4], "h": [4, 0]}, "overlaps"),
+        ({"g": ["red", 3]}, "not a feature"),
+        ({"g": [2, 9]}, "outside"),
+    ],
+)
+def test_bad_onehot_groups_fail_before_any_work(groups, match, monkeypatch):
+    X, y = _onehot_data()
+
+    def no_training(*args, **kwargs):
+        raise AssertionError("training started")
+
+    monkeypatch.setattr(DPSGDClassifier, "_train", no_training)
+    with pytest.raises(ValueError, match=match):
+        DPSGDClassifier(batch_size=8, onehot_groups=groups).fit(X, y)
+
+
+@pytest.mark.parametrize("hidden", [(), (3,)])
+def test_direction_sq_norms_along_unit_vectors_are_the_column_norms(hidden):
+    # the generic direction code against the numba kernel (logistic) and the
+    # per-coordinate forward-over-reverse code (MLP), and a group direction
+    # against the finite-difference Jacobian applied to 1_G
+    X, y = _onehot_data(n=12, classes=3)
+    clf = DPSGDClassifier(
+        hidden_layer_sizes=hidden, batch_size=6, max_iter=2, random_state=0
+    ).fit(X, y)
+    net = Network(clf.coefs_, clf.intercepts_, "tanh")
+    Y = np.eye(3)[y]
+    acts, logits = net.forward(X)
+    deltas = net.backward(acts, logits, Y)
+    norms = net.grad_norms(acts, deltas)
+    c, dc = clip_factor(norms, 0.5, "gelu")
+    args = (acts, logits, deltas, norms, c, dc)
+    cols = net.jacobian_sq_norms(*args, np.arange(5))
+    assert_allclose(net.direction_sq_norms(*args, np.eye(5)), cols, rtol=1e-12)
+    ones = np.zeros((1, 5))
+    ones[0, 2:] = 1.0
+    got = net.direction_sq_norms(*args, ones)[:, 0]
+    for i in range(len(X)):
+        J = _jacobian_by_finite_differences(net, X[i], Y[i], 0.5, "gelu")
+        assert_allclose(got[i], np.sum((J @ ones[0]) ** 2), rtol=1e-6)
