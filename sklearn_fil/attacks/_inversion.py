@@ -37,6 +37,11 @@ from sklearn_fil.attacks._base import (
     target_glm,
 )
 from sklearn_fil.utils._fitted import fit_or_clear
+from sklearn_fil.utils._pipeline import (
+    original_columns,
+    split_pipeline,
+    transform_dense,
+)
 from sklearn_fil.utils._sklearn_compat import Interval, StrOptions
 
 # Above this many distinct values an attribute needs an explicit candidate grid.
@@ -89,8 +94,45 @@ def _query(model, X, columns, method):
     return getattr(model, method)(X)
 
 
+def _baseline(truth, exact):
+    """Score of the prior's best guess: majority accuracy, or minus the variance."""
+    if exact:
+        counts = pd.Series([tuple(row) for row in truth]).value_counts()
+        return float(counts.iloc[0] / len(truth))
+    return -float(np.mean(np.var(np.asarray(truth, dtype=np.float64), axis=0)))
+
+
+def _pipeline_attribute(attribute, prefix, raw_columns):
+    """Original column name, transformed columns and levels of ``attribute``."""
+    mapping = original_columns(prefix)
+    key = attribute
+    if isinstance(key, Integral | np.integer) and not isinstance(key, bool):
+        if raw_columns is None or not 0 <= key < len(raw_columns):
+            raise ValueError(f"attribute index {key} is not an original column.")
+        key = raw_columns[key]
+    if not isinstance(key, str) or key not in mapping:
+        raise ValueError(
+            f"attribute {attribute!r} is not an original column that the "
+            "pipeline's ColumnTransformer one-hot encodes or maps to one column "
+            f"(such columns: {sorted(mapping)[:10]})."
+        )
+    cols, levels = mapping[key]
+    return key, cols, levels
+
+
 # Fitted state that does not end in "_", cleared with the rest at each fit.
-_PRIVATE = ("_recipe", "_X", "_Xt", "_y", "_omega", "_n_targets", "_columns")
+_PRIVATE = (
+    "_recipe",
+    "_X",
+    "_Xt",
+    "_y",
+    "_omega",
+    "_n_targets",
+    "_columns",
+    "_prefix",
+    "_raw",
+    "_n_columns",
+)
 
 
 class _AttributeInversion(TransformerMixin, BaseEstimator):
@@ -109,6 +151,9 @@ class _AttributeInversion(TransformerMixin, BaseEstimator):
         its checks have passed (and a failed fit clears the previous ones).
         """
         self._validate_params()
+        prefix, _ = split_pipeline(model)
+        if prefix is not None and self._through_prefix(X, prefix):
+            return self._validate_pipeline_knowledge(X, y, model, prefix)
         names = X.columns if isinstance(X, pd.DataFrame) else None
         X = check_array(X, dtype=np.float64, ensure_min_samples=2, input_name="X")
         y = np.asarray(y)
@@ -131,19 +176,106 @@ class _AttributeInversion(TransformerMixin, BaseEstimator):
             "attribute_name_": name,
             "candidates_": _candidate_values(self.candidates, X, columns, name),
             "_n_targets": X.shape[0],
+            "_n_columns": X.shape[1],
+            "_prefix": False,
         }
+        truth = X[:, columns]
+        fitted["baseline_"] = _baseline(
+            truth, bool(np.isin(truth, fitted["candidates_"]).all())
+        )
         if names is not None:
             fitted["feature_names_in_"] = np.asarray(names, dtype=object)
         return X, y, fitted
 
+    def _through_prefix(self, X, prefix):
+        """Whether to attack a Pipeline's final step through its prefix."""
+        return True
+
+    def _validate_pipeline_knowledge(self, X, y, model, prefix):
+        """The knowledge of an attack on a Pipeline: raw rows, transformed.
+
+        The prefix is public: the attack runs in its output space, on the
+        transformed columns of the original column ``attribute``; the
+        candidates are the levels of a one-hot encoded column or the distinct
+        raw values of a numeric one, transformed by the prefix.
+        """
+        if not isinstance(X, pd.DataFrame):
+            raise TypeError(
+                "An attack on a Pipeline takes the raw training rows as a pandas "
+                f"DataFrame, as the pipeline was fitted; got {type(X).__name__}."
+            )
+        name, columns, levels = _pipeline_attribute(
+            self.attribute, prefix, list(X.columns)
+        )
+        Xt = check_array(transform_dense(prefix, X), input_name="X")
+        y = np.asarray(y)
+        if y.shape != (X.shape[0],) or X.shape[0] < 2:
+            raise ValueError(
+                f"y must have one entry per row of X (at least 2): X has "
+                f"{X.shape[0]} rows, y has shape {y.shape}."
+            )
+        raw = X[name].to_numpy()
+        if levels is not None:
+            if self.candidates is not None:
+                raise ValueError(
+                    f"The candidates of the one-hot encoded column {name!r} are its "
+                    "levels; pass candidates=None."
+                )
+            values = levels
+        elif self.candidates is None:
+            values = pd.unique(pd.Series(raw).dropna())
+            if values.size > _MAX_DEFAULT_CANDIDATES:
+                raise ValueError(
+                    f"Attribute {name!r} takes {values.size} distinct values; pass "
+                    "candidates=<a grid of raw values> to attack a numeric attribute."
+                )
+            values = np.sort(values)
+        else:
+            values = np.unique(np.asarray(self.candidates).ravel())
+        # each candidate's transformed columns: the prefix of a row holding it
+        # (a ColumnTransformer maps each column on its own)
+        probe = X.iloc[np.zeros(len(values), dtype=np.int64)].copy()
+        probe[name] = values
+        candidates = transform_dense(prefix, probe)[:, columns]
+        fitted = {
+            "model_": model,
+            "n_features_in_": X.shape[1],
+            "feature_names_in_": np.asarray(X.columns, dtype=object),
+            "columns_": columns,
+            "attribute_name_": name,
+            "candidates_": candidates,
+            "levels_": np.asarray(values),
+            "baseline_": _baseline(raw[:, None], bool(np.isin(raw, values).all())),
+            "_n_targets": X.shape[0],
+            "_n_columns": Xt.shape[1],
+            "_prefix": True,
+            "_raw": X.iloc[:1].copy(),
+        }
+        return Xt, y, fitted
+
+    def _raw_rows(self, X):
+        """The targets' raw rows, the attribute's own column filled (never read)."""
+        check_is_fitted(self)
+        expected = (self._n_targets, self.n_features_in_)
+        if not isinstance(X, pd.DataFrame) or X.shape != expected:
+            raise ValueError(
+                "X must be the DataFrame of training examples given to fit, shape "
+                f"{expected}; got {type(X).__name__} {getattr(X, 'shape', '')}."
+            )
+        X = X.copy()
+        X[self.attribute_name_] = self.levels_[0]
+        return X
+
     def _targets(self, X):
         """Known part of each target row; the attribute's own columns may be NaN."""
         check_is_fitted(self)
+        if self._prefix:
+            X = transform_dense(split_pipeline(self.model_)[0], self._raw_rows(X))
         X = np.array(X, dtype=np.float64, copy=True)
-        if X.shape != (self._n_targets, self.n_features_in_):
+        if X.shape != (self._n_targets, self._n_columns):
             raise ValueError(
                 "X must hold the training examples in the order given to fit, "
-                f"shape {(self._n_targets, self.n_features_in_)}; got {X.shape}."
+                f"shape {(self._n_targets, self._n_columns)}; got {X.shape}."
             )
         X[:, self.columns_] = 0.0
         if not np.all(np.isfinite(X)):
@@ -163,10 +295,14 @@ class _AttributeInversion(TransformerMixin, BaseEstimator):
         -------
         X_attr : ndarray of shape (n_samples, n_columns)
             The reconstructed attribute: one column, or the one-hot levels of
-            a group.
+            a group. Against a Pipeline, one column of raw values (the level
+            names of a categorical column).
         """
         scores = self.decision_function(X)
-        return self.candidates_[np.argmax(scores, axis=1)]
+        best = np.argmax(scores, axis=1)
+        if self._prefix:
+            return self.levels_[best][:, None]
+        return self.candidates_[best]
 
     def score(self, X, y=None):
         """Success of the attack against the true attribute values.
@@ -184,7 +320,14 @@ class _AttributeInversion(TransformerMixin, BaseEstimator):
             The fraction of examples whose value is recovered exactly when
             every true value is a candidate (a categorical attribute);
             otherwise minus the mean squared error of the reconstructions.
+            Against a Pipeline, in raw terms. Compare with ``baseline_``.
         """
+        if self._prefix:
+            truth = np.asarray(X[self.attribute_name_])[:, None]
+            guess = self.transform(X)
+            if np.isin(truth, self.levels_).all():
+                return float(np.mean(guess == truth))
+            return -float(np.mean((guess.astype(float) - truth.astype(float)) ** 2))
         truth = check_array(X, dtype=np.float64)[:, self.columns_]
         guess = self.transform(X)
         if np.isin(truth, self.candidates_).all():
@@ -205,6 +348,8 @@ class _AttributeInversion(TransformerMixin, BaseEstimator):
             The attribute's column names.
         """
         check_is_fitted(self)
+        if self._prefix:
+            return np.asarray([self.attribute_name_], dtype=object)
         names = getattr(self, "feature_names_in_", None)
         if names is None:
             return np.asarray([f"x{j}" for j in self.columns_], dtype=object)
@@ -241,7 +386,12 @@ class WhiteBoxAttributeInversion(_AttributeInversion):
         its constructor parameters (the training recipe) are used. An
         :class:`~sklearn_fil.IRFILRegressor` or
         :class:`~sklearn_fil.IRFILClassifier` is accepted when :meth:`fit` is
-        given its example weights (``sample_weight``).
+        given its example weights (``sample_weight``). A fitted
+        :class:`~sklearn.pipeline.Pipeline` whose last step is such a model
+        is attacked through its prefix, public knowledge of the adversary:
+        ``X`` is then the raw DataFrame, ``attribute`` an original column
+        (a one-hot encoded column is attacked as the group of its levels)
+        and the results are raw values.
     attribute : int, str or list
         The attacked attribute: a column index, a feature name, the name of
         one of the model's ``onehot_groups``, or a list of the columns of a
@@ -267,6 +417,14 @@ class WhiteBoxAttributeInversion(_AttributeInversion):
         Columns of the attacked attribute.
     attribute_name_ : str
         Its name.
+    baseline_ : float
+        The score of the prior's best guess, to read :meth:`score` against:
+        the frequency of the most common value (a categorical attribute), or
+        minus the attribute's variance (the mean squared error of guessing
+        its mean).
+    levels_ : ndarray of shape (n_candidates,)
+        Against a Pipeline only: the candidates as raw values (the level
+        names of a one-hot encoded column).
     candidates_ : ndarray of shape (n_candidates, n_columns)
         The candidate values (rows of the identity for a one-hot attribute).
     n_iter_ : int
@@ -362,8 +520,9 @@ class WhiteBoxAttributeInversion(_AttributeInversion):
         return fit_or_clear(self, self._fit, X, y, sample_weight, private=_PRIVATE)
 
     def _fit(self, X, y, sample_weight):
+        _, final = split_pipeline(self.model)
         recipe = target_glm(
-            self.model, type(self).__name__, informed=sample_weight is not None
+            final, type(self).__name__, informed=sample_weight is not None
         )
         X, y, fitted = self._validate_knowledge(X, y, self.model)
         omega = adversary_weights(sample_weight, X)
@@ -559,7 +718,10 @@ class BlackBoxAttributeInversion(_AttributeInversion):
     model : estimator
         Any fitted scikit-learn regressor (``predict``) or classifier
         (``predict_proba``), including a released output-perturbed model or
-        a :class:`~sklearn.pipeline.Pipeline`.
+        a :class:`~sklearn.pipeline.Pipeline`. A Pipeline given the raw
+        DataFrame and an original column that its ColumnTransformer encodes
+        is queried with raw candidate values (the level names of a
+        categorical column); otherwise the rows are passed as given.
     attribute : int, str or list
         The attacked attribute: a column index, a feature name, the name of
         one of the model's ``onehot_groups``, or a list of the columns of a
@@ -577,6 +739,14 @@ class BlackBoxAttributeInversion(_AttributeInversion):
         Columns of the attacked attribute.
     attribute_name_ : str
         Its name.
+    baseline_ : float
+        The score of the prior's best guess, to read :meth:`score` against:
+        the frequency of the most common value (a categorical attribute), or
+        minus the attribute's variance (the mean squared error of guessing
+        its mean).
+    levels_ : ndarray of shape (n_candidates,)
+        Against a Pipeline only: the candidates as raw values (the level
+        names of a one-hot encoded column).
     candidates_ : ndarray of shape (n_candidates, n_columns)
         The candidate values.
     prior_ : ndarray of shape (n_candidates,)
@@ -618,6 +788,15 @@ class BlackBoxAttributeInversion(_AttributeInversion):
         self.attribute = attribute
         self.candidates = candidates
 
+    def _through_prefix(self, X, prefix):
+        # raw rows naming an original column the prefix encodes; otherwise the
+        # pipeline is one opaque model queried with the rows as given
+        return (
+            isinstance(X, pd.DataFrame)
+            and isinstance(self.attribute, str)
+            and self.attribute in original_columns(prefix)
+        )
+
     def fit(self, X, y):
         """Learn the prior, the model's training error and the targets' labels.
 
@@ -644,10 +823,13 @@ class BlackBoxAttributeInversion(_AttributeInversion):
                 f"{type(self).__name__} queries predict_proba (classifiers) or "
                 f"predict (regressors); {type(model).__name__} has neither."
             )
+        raw = X
         columns = X.columns if isinstance(X, pd.DataFrame) else None
         X, y, fitted = self._validate_knowledge(X, y, model)
         candidates = fitted["candidates_"]
         values = X[:, fitted["columns_"]]
+        if fitted["_prefix"]:
+            X, columns = raw, None  # the pipeline is queried with raw rows
         nearest = np.argmin(
             ((values[:, None, :] - candidates[None]) ** 2).sum(axis=2), axis=1
         )
@@ -682,11 +864,18 @@ class BlackBoxAttributeInversion(_AttributeInversion):
         scores : ndarray of shape (n_samples, n_candidates)
             ``log p(a) + log pi(model(x_i with a), y_i)``.
         """
-        known = self._targets(X)
+        if self._prefix:
+            known = self._raw_rows(X)
+            values = self.levels_
+            where = self.attribute_name_
+        else:
+            known = self._targets(X)
+            values = self.candidates_
+            where = (slice(None), self.columns_)
         scores = np.empty((len(known), len(self.candidates_)))
-        for k, value in enumerate(self.candidates_):
+        for k, value in enumerate(values):
             rows = known.copy()
-            rows[:, self.columns_] = value
+            rows[where] = value
             if self.mse_ is None:
                 proba = _query(self.model_, rows, self._columns, "predict_proba")
                 col = np.searchsorted(self.model_.classes_, self._y)

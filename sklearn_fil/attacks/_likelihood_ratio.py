@@ -37,6 +37,7 @@ from sklearn_fil.linear_model import (
 )
 from sklearn_fil.utils._fitted import fit_or_clear
 from sklearn_fil.utils._onehot import onehot_columns
+from sklearn_fil.utils._pipeline import split_pipeline, transform_dense
 from sklearn_fil.utils._release import fitted_params
 from sklearn_fil.utils._sklearn_compat import Interval, _fit_context
 
@@ -100,9 +101,13 @@ class LikelihoodRatioMembershipInference(BaseEstimator):
     Attributes
     ----------
     model_ : estimator
-        The target model.
+        The target model (a Pipeline is attacked through its final step, on
+        rows transformed by its prefix, which the adversary knows).
     sigma_ : float
         Standard deviation of the release's noise.
+    baseline_ : float
+        The true-positive rate of guessing at random at false-positive rate
+        ``fpr`` (equal to ``fpr``), to read ``report_["tpr"]`` against.
     minimiser_ : ndarray of shape (n_params,)
         ``w*``, the adversary's refit on the training set (intercept last).
     leave_one_out_ : ndarray of shape (n_samples, n_params)
@@ -217,7 +222,7 @@ class LikelihoodRatioMembershipInference(BaseEstimator):
 
     @_fit_context(prefer_skip_nested_validation=True)
     def _fit(self, X, y, sample_weight):
-        model = self.model
+        prefix, model = split_pipeline(self.model)
         if not isinstance(
             model, OutputPerturbedLinearRegression | OutputPerturbedLogisticRegression
         ):
@@ -232,6 +237,9 @@ class LikelihoodRatioMembershipInference(BaseEstimator):
             model, type(self).__name__, informed=sample_weight is not None
         )
         index = X.index.copy() if isinstance(X, pd.DataFrame) else None
+        if prefix is not None:
+            # the prefix is public: attack the final model on transformed rows
+            X = transform_dense(prefix, X)
         X, y = validate_data(
             self,
             X,
@@ -286,8 +294,9 @@ class LikelihoodRatioMembershipInference(BaseEstimator):
             directions = (
                 -loo.shifts / np.where(sensitivity > 0, sensitivity, 1.0)[:, None]
             )
-        self.model_ = model
+        self.model_ = self.model
         self.sigma_ = sigma
+        self.baseline_ = float(self.fpr)  # the TPR of guessing at random
         self.minimiser_ = w
         self.leave_one_out_ = w + loo.shifts
         self.loo_sensitivity_ = sensitivity
@@ -303,6 +312,7 @@ class LikelihoodRatioMembershipInference(BaseEstimator):
 
     def _released_weights(self, released):
         """Released weight vectors ``[coef, intercept]`` as rows of a matrix."""
+        released = split_pipeline(released)[1]
         if hasattr(released, "coef_"):
             check_is_fitted(released, "coef_")
             W = np.append(np.ravel(released.coef_), released.intercept_)
@@ -337,6 +347,7 @@ class LikelihoodRatioMembershipInference(BaseEstimator):
             ``D``; 0 where ``Delta_i`` is 0 (nothing to tell apart).
         """
         check_is_fitted(self)
+        released = split_pipeline(released)[1]
         W, single = self._released_weights(released)
         model_like = not single and W.shape[0] == 1 and hasattr(released, "coef_")
         # (w' - w_-i)^T u_i = (w' - w*)^T u_i + Delta_i, u_i the unit direction

@@ -286,6 +286,10 @@ class LossThresholdMembershipInference(BaseEstimator):
         ``n_members``, ``n_nonmembers``, ``tpr``, ``fpr``, ``advantage``,
         ``epsilon_lower_bound`` and ``auc`` (the last three NaN where a group
         has no held-out members or no held-out non-members).
+    baseline_ : pandas.Series
+        What a guess without the model scores on the held-out half, to read
+        ``report_`` against: ``accuracy`` (always guessing the majority
+        class), ``auc`` (0.5) and ``advantage`` (0).
     n_features_in_ : int
         Number of features of ``model``, when it has ``n_features_in_``.
     feature_names_in_ : ndarray of shape (`n_features_in_`,)
@@ -507,6 +511,15 @@ class LossThresholdMembershipInference(BaseEstimator):
         self.auc_ = overall["auc"]
         self.tpr_at_fpr_ = tpr_at_fpr
         self.report_ = report
+        # what guessing without the model scores on the held-out half
+        self.baseline_ = pd.Series(
+            {
+                "accuracy": max(held_member.mean(), 1.0 - held_member.mean()),
+                "auc": 0.5,
+                "advantage": 0.0,
+            },
+            name="baseline",
+        )
         for name in ("n_features_in_", "feature_names_in_"):
             if hasattr(self.model, name):
                 setattr(self, name, getattr(self.model, name))

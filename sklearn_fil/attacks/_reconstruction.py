@@ -25,6 +25,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from sklearn_fil._report import attribute_label
 from sklearn_fil.attacks._base import adversary_weights, target_glm
 from sklearn_fil.utils._fitted import fit_or_clear
+from sklearn_fil.utils._pipeline import split_pipeline, transform_dense
 from sklearn_fil.utils._sklearn_compat import _fit_context
 
 # Margin u* = 1 + W(1/e) (W: Lambert's function) at which u * expit(-u) peaks
@@ -193,12 +194,20 @@ class GLMReconstructionAttack(OneToOneFeatureMixin, TransformerMixin, BaseEstima
         recipe); :meth:`check_bound` also needs the fitted model's privacy
         report. An :class:`~sklearn_fil.IRFILRegressor` or
         :class:`~sklearn_fil.IRFILClassifier` is accepted when :meth:`fit` is
-        given its example weights (``sample_weight``).
+        given its example weights (``sample_weight``). A fitted
+        :class:`~sklearn.pipeline.Pipeline` whose last step is such a model
+        is attacked through its prefix, public knowledge of the adversary:
+        the rows given to every method are raw and are transformed by the
+        prefix, and the reconstruction is the transformed row.
 
     Attributes
     ----------
     model_ : estimator
         The target model.
+    baseline_ : float
+        The score of the prior's guess, to read :meth:`score` against:
+        minus the mean variance of the features (as training saw them), the
+        error of guessing every feature's mean.
     n_solutions_ : ndarray of shape (n_samples,)
         Number of solutions of each example's first-order condition: 1 with
         an intercept; 0 (the closest point is used), 1 or 2 without one.
@@ -299,14 +308,23 @@ class GLMReconstructionAttack(OneToOneFeatureMixin, TransformerMixin, BaseEstima
             number per row with a positive sum.
         """
         return fit_or_clear(
-            self, self._fit, X, y, sample_weight, private=("_recipe", "_reconstruction")
+            self,
+            self._fit,
+            X,
+            y,
+            sample_weight,
+            private=("_recipe", "_reconstruction", "_piped"),
         )
 
     @_fit_context(prefer_skip_nested_validation=True)
     def _fit(self, X, y, sample_weight):
+        prefix, final = split_pipeline(self.model)
         recipe = target_glm(
-            self.model, type(self).__name__, informed=sample_weight is not None
+            final, type(self).__name__, informed=sample_weight is not None
         )
+        if prefix is not None:
+            # the prefix is public: attack the final model on transformed rows
+            X = transform_dense(prefix, X)
         X, y = validate_data(
             self,
             X,
@@ -315,13 +333,13 @@ class GLMReconstructionAttack(OneToOneFeatureMixin, TransformerMixin, BaseEstima
             ensure_min_samples=2,
             y_numeric=recipe.loss == "squared",
         )
-        n_model = getattr(self.model, "n_features_in_", X.shape[1])
+        n_model = getattr(final, "n_features_in_", X.shape[1])
         if X.shape[1] != n_model:
             raise ValueError(
                 f"X has {X.shape[1]} features but the target model was trained on "
                 f"{n_model}."
             )
-        model_names = getattr(self.model, "feature_names_in_", None)
+        model_names = getattr(final, "feature_names_in_", None)
         names = getattr(self, "feature_names_in_", None)
         if (
             model_names is not None
@@ -335,8 +353,10 @@ class GLMReconstructionAttack(OneToOneFeatureMixin, TransformerMixin, BaseEstima
         y = recipe.encode(y)
         omega = adversary_weights(sample_weight, X)
         self.model_ = self.model
-        self._recipe = recipe
+        self._recipe, self._piped = recipe, prefix is not None
         Xc = recipe.clip(X)
+        # the score of guessing each feature's mean: minus its mean variance
+        self.baseline_ = -float(np.mean(np.var(Xc, axis=0)))
         G = _leave_one_out_gradients(recipe.augment(Xc), y, omega, recipe)
         # omega_i l'(w'^T x~_i, y_i) x~_i = G_i; a weightless row is not in it
         absent = omega == 0
@@ -353,6 +373,11 @@ class GLMReconstructionAttack(OneToOneFeatureMixin, TransformerMixin, BaseEstima
 
     def _check_rows(self, X, allow_nan):
         check_is_fitted(self)
+        if self._piped:
+            if allow_nan:  # only the number of rows is read
+                X = np.zeros((len(X), self.n_features_in_))
+            else:
+                X = transform_dense(split_pipeline(self.model_)[0], X)
         X = validate_data(
             self,
             X,
@@ -446,8 +471,12 @@ class GLMReconstructionAttack(OneToOneFeatureMixin, TransformerMixin, BaseEstima
         result : :class:`~sklearn.utils.Bunch`
             ``report``, a DataFrame indexed like the privacy report, with
             columns ``mse`` (:meth:`reconstruction_mse`), ``mse_bound`` and
-            ``respects_bound`` (``mse >= mse_bound``); and
-            ``fraction_respected``, the fraction of rows respecting the bound.
+            ``respects_bound`` (``mse >= mse_bound``) and ``prior_mse`` (the
+            per-coordinate error of guessing every feature's mean, the
+            baseline: a bound above it says the release reveals less than
+            the prior); ``fraction_respected``, the fraction of rows
+            respecting the bound; and ``prior_variance``, the variance of
+            each feature (as training saw it), a Series by feature name.
 
         Raises
         ------
@@ -458,21 +487,22 @@ class GLMReconstructionAttack(OneToOneFeatureMixin, TransformerMixin, BaseEstima
             number of examples.
         """
         check_is_fitted(self)
-        report = getattr(self.model_, "privacy_report_", None)
+        final = split_pipeline(self.model_)[1]
+        report = getattr(final, "privacy_report_", None)
         if report is None:
             raise ValueError(
                 "check_bound needs the privacy_report_ of the fitted target model, "
                 "which a released copy does not carry (the report is sensitive): "
                 "build the attack on the fitted model, not model.release()."
             )
-        if getattr(self.model_, "onehot_groups", None):
+        if getattr(final, "onehot_groups", None):
             raise ValueError(
                 "check_bound needs the FIL of every feature, which the privacy "
                 "report of a model with onehot_groups does not give (a one-hot "
                 "group is one attribute)."
             )
         d = self.n_features_in_
-        names = getattr(self.model_, "feature_names_in_", None)
+        names = getattr(final, "feature_names_in_", None)
         if names is None:
             names = [f"x{j}" for j in range(d)]
         columns = [attribute_label(name) for name in names]
@@ -484,12 +514,25 @@ class GLMReconstructionAttack(OneToOneFeatureMixin, TransformerMixin, BaseEstima
                 + (f" and lacks the columns {missing[:5]}." if missing else ".")
             )
         mse = self.reconstruction_mse(X)
+        truth = self._recipe.clip(self._check_rows(X, allow_nan=False))
+        prior_variance = pd.Series(
+            np.var(truth, axis=0), index=list(names), name="prior_variance"
+        )
         trace = np.sum(report[columns].to_numpy(dtype=np.float64) ** 2, axis=1)
         with np.errstate(divide="ignore"):
             bound = d / trace
         respects = mse >= bound
         table = pd.DataFrame(
-            {"mse": mse, "mse_bound": bound, "respects_bound": respects},
+            {
+                "mse": mse,
+                "mse_bound": bound,
+                "respects_bound": respects,
+                "prior_mse": prior_variance.mean(),
+            },
             index=report.index,
         )
-        return Bunch(report=table, fraction_respected=float(respects.mean()))
+        return Bunch(
+            report=table,
+            fraction_respected=float(respects.mean()),
+            prior_variance=prior_variance,
+        )

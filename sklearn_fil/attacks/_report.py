@@ -52,7 +52,7 @@ def _bin_stats(bins, fil, success, n_bins):
     }
 
 
-def attack_report(fil, success, *, groups=None, n_bins=10):
+def attack_report(fil, success, *, groups=None, n_bins=10, baseline=None):
     """Attack success by FIL quantile bin, over all examples and by group.
 
     Sorts the examples by their Fisher information loss and cuts them into
@@ -75,6 +75,10 @@ def attack_report(fil, success, *, groups=None, n_bins=10):
         sorted order. The value ``"all"`` is reserved.
     n_bins : int, default=10
         Number of equal-count bins, between 1 and ``n_samples``.
+    baseline : float, default=None
+        The success of a guess without the model (an attack's ``baseline_``,
+        e.g. the majority frequency of the attacked attribute); when given,
+        a column ``baseline`` beside ``success_mean``.
 
     Returns
     -------
@@ -84,7 +88,7 @@ def attack_report(fil, success, *, groups=None, n_bins=10):
         bins have ``n = 0`` and NaN statistics). Columns ``fil_min``,
         ``fil_max``, ``fil_mean``, ``n``, ``success_mean`` and
         ``success_sem`` (standard error of the mean, ``std(ddof=1) /
-        sqrt(n)``; NaN when ``n < 2``).
+        sqrt(n)``; NaN when ``n < 2``), then ``baseline`` when given.
 
     Raises
     ------
@@ -182,4 +186,8 @@ def attack_report(fil, success, *, groups=None, n_bins=10):
         column: np.concatenate([frame[column] for frame in frames])
         for column in _COLUMNS
     }
-    return pd.DataFrame(data, index=index, columns=_COLUMNS)
+    columns = list(_COLUMNS)
+    if baseline is not None:
+        data["baseline"] = np.full(len(index), float(baseline))
+        columns.append("baseline")
+    return pd.DataFrame(data, index=index, columns=columns)

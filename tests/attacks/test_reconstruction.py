@@ -339,7 +339,7 @@ def test_check_bound_table():
     result = attack.check_bound(X_df)
     assert isinstance(result, Bunch)
     table = result.report
-    assert table.columns.tolist() == ["mse", "mse_bound", "respects_bound"]
+    assert table.columns.tolist() == ["mse", "mse_bound", "respects_bound", "prior_mse"]
     assert table.index.equals(model.privacy_report_.index)
     np.testing.assert_array_equal(table["mse"], attack.reconstruction_mse(X_df))
     eta = model.privacy_report_[["fil[a]", "fil[b]", "fil[c]"]].to_numpy()
