@@ -6,7 +6,6 @@
 import argparse
 import csv
 import hashlib
-import json
 import math
 import re
 import sys
@@ -33,6 +32,13 @@ from sklearn_fil import (
     OutputPerturbedLinearRegression,
     OutputPerturbedLogisticRegression,
     __version__,
+)
+from sklearn_fil.report_io import (
+    privacy_report_metadata,
+    sidecar_path,
+    to_jsonable,
+    write_csv,
+    write_json,
 )
 
 PROG = "sklearn-fil"
@@ -1279,7 +1285,7 @@ def _check_outputs(args):
         )
     if out.is_dir():
         raise _InputError(f"cannot write {out}: it is a directory")
-    written = {"--out": out, "its sidecar JSON": _sidecar_path(out)}
+    written = {"--out": out, "its sidecar JSON": sidecar_path(out)}
     if args.plot is not None:
         _check_plot_target(Path(args.plot))
         if any(_same_file(args.plot, path) for path in written.values()):
@@ -1422,51 +1428,37 @@ def _fit(estimator, X, y, model):
 def _write_report(report, out):
     """Write the privacy report to the CSV file ``out``."""
     try:
-        report.rename_axis(report.index.name or "sample").to_csv(out)
+        write_csv(report, out)
     except OSError as exc:
         raise _InputError(f"cannot write {out}: {exc.strerror or exc}") from None
 
 
-def _sidecar_path(out):
-    """The JSON file written beside the report ``out``: same name, ``.json``."""
-    return Path(out).with_suffix(".json")
-
-
-def _jsonable(value):
-    """``value`` with NumPy scalars, paths and non-finite floats made JSON-safe."""
-    if isinstance(value, dict):
-        return {str(key): _jsonable(item) for key, item in value.items()}
-    if isinstance(value, list | tuple | np.ndarray | pd.Index):
-        return [_jsonable(item) for item in value]
-    if isinstance(value, np.generic):
-        value = value.item()
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    if value is None or isinstance(value, bool | int | float | str):
-        return value
-    return str(value)
-
-
 def _sidecar(estimator, data, model, args, data_norm):
-    """The run's context: settings, data, guarantee, for the JSON beside the report."""
-    table, guarantee = data["table"], estimator.guarantee_
-    epsilon, delta, _ = _guarantee(estimator, model, data_norm)
+    """The run's context: settings, data, guarantee, for the JSON beside the report.
+
+    The estimator's part is :func:`~sklearn_fil.report_io.privacy_report_metadata`
+    (what ``privacy_report_.attrs`` holds); the command adds the data and its
+    arguments.
+    """
+    meta, table = privacy_report_metadata(estimator), data["table"]
+    guaranteed = meta["epsilon"] is not None
     sidecar = {
-        "sklearn_fil_version": __version__,
+        "sklearn_fil_version": meta["sklearn_fil_version"],
         "command": f"{PROG} {args.command}",
         "data": data.get("source", data["name"]),
         "separator": data.get("sep"),
         "target": data["target"],
-        "n": int(estimator.privacy_report_.shape[0]),
+        "n": meta["n"],
         "model": model,
-        "epsilon": epsilon,
-        "delta": delta,
-        "neighboring_relation": guarantee.neighboring_relation if epsilon else None,
-        "public": list(guarantee.public) if epsilon else None,
-        "dp_scope": data["dp_scope"] if epsilon else None,
-        "no_guarantee_reason": None if epsilon else guarantee.reason,
-        "n_clipped": int(getattr(estimator, "n_clipped_", 0)),
-        "dataset_fil": estimator.dataset_fil_,
+        "sigma": meta["sigma"],
+        "epsilon": meta["epsilon"],
+        "delta": meta["delta"],
+        "neighboring_relation": meta["neighboring_relation"],
+        "public": meta["public"],
+        "dp_scope": data["dp_scope"] if guaranteed else None,
+        "no_guarantee_reason": meta["no_guarantee_reason"],
+        "n_clipped": meta["n_clipped"],
+        "dataset_fil": meta["dataset_fil"],
         "fit": data["fit"],
         "features": [asdict(feature) for feature in table.features],
         "dropped": [{"column": c, "why": why} for c, why in table.dropped.items()],
@@ -1474,20 +1466,19 @@ def _sidecar(estimator, data, model, args, data_norm):
         "possible_target_leaks": [{"column": c, "share": s} for c, s in table.leaks],
         "settings": {
             "arguments": vars(args),
-            "estimator": type(estimator).__name__,
-            "estimator_params": estimator.get_params(),
+            "estimator": meta["estimator"],
+            "estimator_params": meta["estimator_params"],
         },
-        "sensitive": "computed from every example's data: keep it private",
+        "sensitive": meta["sensitive"],
     }
-    return _jsonable(sidecar)
+    return to_jsonable(sidecar)
 
 
 def _write_sidecar(sidecar, out):
     """Write ``sidecar`` as JSON beside the report ``out``."""
-    path = _sidecar_path(out)
-    text = json.dumps(sidecar, indent=2, ensure_ascii=False, allow_nan=False)
+    path = sidecar_path(out)
     try:
-        path.write_text(text + "\n", encoding="utf-8")
+        write_json(sidecar, path)
     except OSError as exc:
         raise _InputError(f"cannot write {path}: {exc.strerror or exc}") from None
 
@@ -1514,7 +1505,7 @@ def _written_lines(report, out, plot):
         ),
         *_wrapped(
             "Wrote the settings, features, dropped columns and guarantee to "
-            f"{_sidecar_path(out)}",
+            f"{sidecar_path(out)}",
             indent="  ",
             first="",
         ),

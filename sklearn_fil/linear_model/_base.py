@@ -25,6 +25,7 @@ from sklearn_fil._glm import fit_glm
 from sklearn_fil._report import make_privacy_report, target_label
 from sklearn_fil.accounting import Guarantee, gaussian_rdp, mse_bound_rdp
 from sklearn_fil.fisher import fisher_information_loss
+from sklearn_fil.report_io import privacy_report_metadata
 from sklearn_fil.utils._fitted import fit_or_clear
 from sklearn_fil.utils._guarantee import GuaranteeMixin
 from sklearn_fil.utils._onehot import (
@@ -205,6 +206,8 @@ class BaseReleasedGLM(GuaranteeMixin, BaseEstimator):
         # Constant weights give the unweighted minimiser (the penalty scales
         # with their sum); only non-uniform ones change the recipe.
         self._weighted = bool(np.ptp(omega) > 0)
+        # the report's context, which write_privacy_report keeps beside its CSV
+        self.privacy_report_.attrs = privacy_report_metadata(self)
         return self
 
     def _onehot_indices(self):
