@@ -55,6 +55,41 @@ def _tpr_at_fpr(sensitivity, sigma, fpr):
     return norm.cdf(np.asarray(sensitivity) / sigma + norm.ppf(fpr))
 
 
+def _check_target(model, attack):
+    """Refuse every model but the output-perturbed GLMs, with the reason."""
+    if not isinstance(
+        model, OutputPerturbedLinearRegression | OutputPerturbedLogisticRegression
+    ):
+        raise TypeError(
+            f"{attack} attacks OutputPerturbedLinearRegression and "
+            "OutputPerturbedLogisticRegression models (fitted or released); got "
+            f"{type(model).__name__}. IRFIL models are refused: their example "
+            "weights depend on all the data, so the model without an example "
+            "is fitted with other weights."
+        )
+
+
+def _fil(model, params, recipe, X, y, w, omega, sigma):
+    """Per-example FIL of the release about the rows ``X`` it was fitted on."""
+    d = X.shape[1]
+    groups = onehot_columns(
+        params["onehot_groups"], getattr(model, "feature_names_in_", None), d
+    )
+    return fisher_information_loss(
+        X,
+        y,
+        w[:d],
+        float(w[d]) if recipe.fit_intercept else None,
+        loss=recipe.loss,
+        lam=recipe.lam,
+        sigma=sigma,
+        sample_weight=omega,
+        penalize_intercept=recipe.penalize_intercept,
+        private_label=params["private_label"],
+        onehot_groups=list(groups.values()) or None,
+    ).fil
+
+
 class LikelihoodRatioMembershipInference(BaseEstimator):
     """Optimal likelihood-ratio membership attack on an output-perturbed GLM.
 
@@ -223,16 +258,7 @@ class LikelihoodRatioMembershipInference(BaseEstimator):
     @_fit_context(prefer_skip_nested_validation=True)
     def _fit(self, X, y, sample_weight):
         prefix, model = split_pipeline(self.model)
-        if not isinstance(
-            model, OutputPerturbedLinearRegression | OutputPerturbedLogisticRegression
-        ):
-            raise TypeError(
-                f"{type(self).__name__} attacks OutputPerturbedLinearRegression and "
-                "OutputPerturbedLogisticRegression models (fitted or released); got "
-                f"{type(model).__name__}. IRFIL models are refused: their example "
-                "weights depend on all the data, so the model without an example "
-                "is fitted with other weights."
-            )
+        _check_target(model, type(self).__name__)
         recipe = target_glm(
             model, type(self).__name__, informed=sample_weight is not None
         )
@@ -266,23 +292,7 @@ class LikelihoodRatioMembershipInference(BaseEstimator):
         w = loo.minimiser
         sensitivity = loo.sensitivity
         delta = check_delta(self.delta, X.shape[0])
-        d = X.shape[1]
-        groups = onehot_columns(
-            params["onehot_groups"], getattr(model, "feature_names_in_", None), d
-        )
-        fil = fisher_information_loss(
-            X,
-            y,
-            w[:d],
-            float(w[d]) if recipe.fit_intercept else None,
-            loss=recipe.loss,
-            lam=recipe.lam,
-            sigma=sigma,
-            sample_weight=omega,
-            penalize_intercept=recipe.penalize_intercept,
-            private_label=params["private_label"],
-            onehot_groups=list(groups.values()) or None,
-        ).fil
+        fil = _fil(model, params, recipe, X, y, w, omega, sigma)
         epsilon = per_instance_gaussian_epsilon(
             np.nan_to_num(sensitivity, nan=np.inf), sigma=sigma, delta=delta
         )

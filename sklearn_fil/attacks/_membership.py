@@ -183,6 +183,80 @@ def _rates(predicted, member, delta, score):
     }
 
 
+def _check_groups(member, groups):
+    """``groups`` as a 1d array (or None), after checking both halves can exist."""
+    counts = np.bincount(member, minlength=2)
+    if counts.min() < 2:
+        raise ValueError(
+            "membership needs at least 2 members and 2 non-members (one of each "
+            f"in each half of the split); got {counts[1]} members and "
+            f"{counts[0]} non-members."
+        )
+    if groups is None:
+        return None
+    groups = np.asarray(groups)
+    if groups.ndim != 1:
+        raise ValueError(
+            f"groups must be a 1d array, got an array of shape {groups.shape}."
+        )
+    if np.isin(groups.astype(object), ["all"]).any():
+        raise ValueError(
+            'groups must not contain the value "all", which names the row '
+            "of the report over every example."
+        )
+    return groups
+
+
+def _split_halves(member, test_size, random_state):
+    """Stratified ``(first, held_out)`` row indices, each with both classes."""
+    first, held_out = train_test_split(
+        np.arange(member.size),
+        test_size=test_size,
+        random_state=random_state,
+        stratify=member,
+    )
+    for name, half in (("first", first), ("held-out", held_out)):
+        if member[half].all() or not member[half].any():
+            raise ValueError(
+                f"The {name} half of the split has only "
+                f"{'members' if member[half].all() else 'non-members'}: "
+                f"test_size={test_size!r} leaves too few rows of one class."
+            )
+    return first, held_out
+
+
+def _group_report(predicted, member, loss, groups, delta):
+    """``report_`` and, as a dict, its ``"all"`` row (every held-out row).
+
+    The rows after ``"all"`` are the groups.
+
+    ``groups``: None, or the held-out rows' groups and every group value.
+    """
+    table = {"all": _rates(predicted, member, delta, -loss)}
+    if groups is not None:
+        held_groups, values = groups
+        for value in values:
+            mask = held_groups == value
+            key = value.item() if isinstance(value, np.generic) else value
+            table[key] = _rates(predicted[mask], member[mask], delta, -loss[mask])
+    report = pd.DataFrame.from_dict(table, orient="index", columns=_REPORT_COLUMNS)
+    report.index.name = "group"
+    return report, table["all"]
+
+
+def _roc(member, loss, levels, n_nonmembers):
+    """``roc_`` and ``tpr_at_fpr_`` of the loss as a membership score."""
+    # score -loss >= s  <=>  loss <= -s; + 0.0 turns -0.0 into 0.0
+    fpr, tpr, score = roc_curve(member, -loss, drop_intermediate=False)
+    roc = pd.DataFrame({"fpr": fpr, "tpr": tpr, "loss_threshold": -score + 0.0})
+    tpr_at_fpr = pd.Series(
+        _tpr_at_fpr(fpr, tpr, levels, n_nonmembers),
+        index=pd.Index(levels, name="fpr"),
+        name="tpr",
+    )
+    return roc, tpr_at_fpr
+
+
 class LossThresholdMembershipInference(BaseEstimator):
     """Loss-threshold membership inference attack (Yeom et al., 2018).
 
@@ -426,41 +500,10 @@ class LossThresholdMembershipInference(BaseEstimator):
         check_consistent_length(X, y, membership, groups)
         levels = _check_fpr_levels(self.fpr_levels)
         member = _membership_array(membership)
-        counts = np.bincount(member, minlength=2)
-        if counts.min() < 2:
-            raise ValueError(
-                "membership needs at least 2 members and 2 non-members (one of each "
-                f"in each half of the split); got {counts[1]} members and "
-                f"{counts[0]} non-members."
-            )
-        if groups is not None:
-            groups = np.asarray(groups)
-            if groups.ndim != 1:
-                raise ValueError(
-                    f"groups must be a 1d array, got an array of shape {groups.shape}."
-                )
-            if np.isin(groups.astype(object), ["all"]).any():
-                raise ValueError(
-                    'groups must not contain the value "all", which names the row '
-                    "of the report over every example."
-                )
+        groups = _check_groups(member, groups)
         kind = loss_kind(self.model)
         check_is_fitted(self.model)
-
-        rows = np.arange(member.size)
-        first, held_out = train_test_split(
-            rows,
-            test_size=self.test_size,
-            random_state=self.random_state,
-            stratify=member,
-        )
-        for name, half in (("first", first), ("held-out", held_out)):
-            if member[half].all() or not member[half].any():
-                raise ValueError(
-                    f"The {name} half of the split has only "
-                    f"{'members' if member[half].all() else 'non-members'}: "
-                    f"test_size={self.test_size!r} leaves too few rows of one class."
-                )
+        first, held_out = _split_halves(member, self.test_size, self.random_state)
         loss = per_example_loss(self.model, kind, X, y)
 
         if isinstance(self.threshold, str):
@@ -470,30 +513,14 @@ class LossThresholdMembershipInference(BaseEstimator):
         held_loss = loss[held_out]
         predicted = held_loss <= threshold
         held_member = member[held_out]
-        overall = _rates(predicted, held_member, self.delta, -held_loss)
-        table = {"all": overall}
-        if groups is not None:
-            held_groups = groups[held_out]
-            for value in np.unique(groups):
-                mask = held_groups == value
-                key = value.item() if isinstance(value, np.generic) else value
-                table[key] = _rates(
-                    predicted[mask], held_member[mask], self.delta, -held_loss[mask]
-                )
-        report = pd.DataFrame.from_dict(table, orient="index", columns=_REPORT_COLUMNS)
-        report.index.name = "group"
-        # score -loss >= s  <=>  loss <= -s; + 0.0 turns -0.0 into 0.0
-        roc_fpr, roc_tpr, roc_score = roc_curve(
-            held_member, -held_loss, drop_intermediate=False
+        report, overall = _group_report(
+            predicted,
+            held_member,
+            held_loss,
+            None if groups is None else (groups[held_out], np.unique(groups)),
+            self.delta,
         )
-        roc = pd.DataFrame(
-            {"fpr": roc_fpr, "tpr": roc_tpr, "loss_threshold": -roc_score + 0.0}
-        )
-        tpr_at_fpr = pd.Series(
-            _tpr_at_fpr(roc_fpr, roc_tpr, levels, overall["n_nonmembers"]),
-            index=pd.Index(levels, name="fpr"),
-            name="tpr",
-        )
+        roc, tpr_at_fpr = _roc(held_member, held_loss, levels, overall["n_nonmembers"])
 
         self.threshold_ = threshold
         self.tpr_ = overall["tpr"]
