@@ -131,12 +131,6 @@ def _attack_id(x):
         (attack, fit_args, check)
         for case, fit_args in _attack_cases()
         for attack, check in attack_checks(case, *fit_args)
-        # a Pipeline has no release(): its released form (the prefix, then
-        # the final step's release) is tested in tests/attacks/test_pipeline.py
-        if not (
-            isinstance(case.model, Pipeline)
-            and check.__name__ == "check_attack_on_released_model"
-        )
     ],
     ids=_attack_id,
 )

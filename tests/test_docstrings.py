@@ -10,6 +10,7 @@ from numpydoc.validate import validate
 import sklearn_fil
 import sklearn_fil.attacks
 import sklearn_fil.neural
+import sklearn_fil.report_io
 import sklearn_fil.utils.estimator_checks
 
 # Parameters documented, in order, with types and descriptions; returns
@@ -29,6 +30,7 @@ def _public_objects():
         sklearn_fil.datasets,
         sklearn_fil.neural,
         sklearn_fil.plotting,
+        sklearn_fil.report_io,
         sklearn_fil.utils.estimator_checks,
     ):
         exported += [(module, name) for name in module.__all__]

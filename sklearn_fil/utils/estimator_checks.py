@@ -27,6 +27,7 @@ from sklearn.base import clone
 from sklearn.datasets import make_classification
 from sklearn.exceptions import NotFittedError
 
+from sklearn_fil.utils._pipeline import released_pipeline
 from sklearn_fil.utils._weights import flatten_weights
 
 __all__ = [
@@ -308,6 +309,10 @@ def _with_model(attack, model):
 def check_attack_on_released_model(attack, *fit_args):
     """The attack learns the same from the model and from its ``release()``.
 
+    For a :class:`~sklearn.pipeline.Pipeline` the release is its fitted
+    prefix (public knowledge of the adversary) followed by the final step's
+    ``release()``.
+
     Parameters
     ----------
     attack : estimator instance
@@ -321,7 +326,8 @@ def check_attack_on_released_model(attack, *fit_args):
         When the attack breaks the contract.
     """
     on_model = _with_model(attack, attack.model).fit(*fit_args)
-    on_release = _with_model(attack, attack.model.release()).fit(*fit_args)
+    # a Pipeline publishes its (public) prefix and its final step's release
+    on_release = _with_model(attack, released_pipeline(attack.model)).fit(*fit_args)
     _assert_same_fit(on_model, on_release, "the fitted and the released model")
 
 
