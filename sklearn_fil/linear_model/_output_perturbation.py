@@ -321,7 +321,11 @@ class OutputPerturbedLogisticRegression(LogisticLossMixin, _OutputPerturbed):
         examples.
     onehot_groups : dict or "auto", default=None
         ``{name: [columns]}`` of constrained one-hot attributes, or ``"auto"``
-        to find them (see :class:`OutputPerturbedLinearRegression`).
+        to find them (see :class:`OutputPerturbedLinearRegression`). The
+        groups decide which columns clipping leaves as they are, so with
+        ``"auto"`` the guarantee assumes the layout found in the data public
+        (``"onehot_groups"`` in ``guarantee_.public``): it covers neighbours
+        whose one-hot columns have the same layout.
     random_state : int, RandomState instance or None, default=None
         Seed of the output noise. ``None`` draws fresh OS entropy; a fixed
         seed makes the noise reproducible, so the release is not private.
@@ -575,6 +579,11 @@ class OutputPerturbedLogisticRegression(LogisticLossMixin, _OutputPerturbed):
         if sensitivity is None:
             return Guarantee.none(reason, mechanism=MECHANISM)
         weights_public = bool(self.public_sample_weight)
+        public = ["n_samples"] + ["sample_weight"] * weights_public
+        if isinstance(self.onehot_groups, str):  # "auto"
+            # The layout read from the data sets which columns clipping
+            # exempts: the guarantee holds for neighbours with that layout.
+            public.append("onehot_groups")
         accountant = "analytic Gaussian mechanism (dp-accounting)"
         if self.target_epsilon is not None:
             accountant += f", sigma calibrated to epsilon={self.target_epsilon:g}"
@@ -584,7 +593,7 @@ class OutputPerturbedLogisticRegression(LogisticLossMixin, _OutputPerturbed):
             ),
             delta=delta,
             neighboring_relation="replace_one",
-            public=("n_samples", "sample_weight") if weights_public else ("n_samples",),
+            public=tuple(public),
             mechanism=MECHANISM,
             accountant=accountant,
             sensitivity=float(sensitivity),

@@ -534,3 +534,19 @@ def test_release_advertises_the_fitted_parameters(classification):
     pub = est.release()
     assert (pub.sigma, pub.lam) == (0.5, 0.1)
     assert pub.release().sigma == 0.5  # and so does a release of the release
+
+
+def test_auto_onehot_groups_are_declared_public_in_the_guarantee():
+    # clipping exempts the one-hot columns, so a layout read from the data is
+    # an assumption of the guarantee, unlike groups the user passes
+    rng = np.random.default_rng(0)
+    X = np.hstack([0.3 * rng.normal(size=(200, 2)), np.eye(3)[rng.integers(0, 3, 200)]])
+    y = (X[:, 0] > 0).astype(int)
+    params = dict(data_norm=2.0, penalize_intercept=True, random_state=0)
+    auto = OutputPerturbedLogisticRegression(onehot_groups="auto", **params).fit(X, y)
+    given = OutputPerturbedLogisticRegression(
+        onehot_groups={"g": [2, 3, 4]}, **params
+    ).fit(X, y)
+    assert auto.guarantee_.public == ("n_samples", "onehot_groups")
+    assert given.guarantee_.public == ("n_samples",)
+    assert auto.epsilon_ == given.epsilon_
