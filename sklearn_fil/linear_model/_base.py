@@ -73,10 +73,11 @@ NEWTON_TOL = 1e-10
 class BaseReleasedGLM(GuaranteeMixin, BaseEstimator):
     """Fit a weighted GLM, release ``w* + N(0, sigma^2 I)`` and report its FIL.
 
-    Subclasses implement ``_solve``. An estimator with a DP guarantee also
-    overrides the hooks ``_delta``, ``_preprocess``, ``_sensitivity`` and
-    ``_guarantee``, whose defaults give none, for the reason in
-    ``_no_guarantee_reason``.
+    Subclasses implement ``_solve``, where the siblings differ. An estimator
+    with a DP guarantee also overrides the hooks ``_delta``, ``_preprocess``,
+    ``_sensitivity``, ``_guarantee`` and ``_noise_std`` (a calibrated sigma),
+    whose defaults give none, for the reason in ``_no_guarantee_reason``;
+    ``_per_instance_columns`` adds each example's own leakage to the report.
     """
 
     _loss: ClassVar[str]
