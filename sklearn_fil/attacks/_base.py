@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from numbers import Integral
 
 import numpy as np
-from sklearn.utils.validation import check_is_fitted
+from sklearn.utils.validation import check_is_fitted, validate_data
 
 from sklearn_fil._glm import penalty
 from sklearn_fil._losses import LOSSES
@@ -31,6 +31,7 @@ from sklearn_fil.linear_model import (
 )
 from sklearn_fil.utils._clipping import clip_rows
 from sklearn_fil.utils._onehot import onehot_columns
+from sklearn_fil.utils._pipeline import transform_dense
 from sklearn_fil.utils._release import fitted_params
 from sklearn_fil.utils._sklearn_compat import _check_sample_weight
 
@@ -204,6 +205,38 @@ def target_glm(model, attack, *, informed=False):
             for j in cols
         ),
     )
+
+
+def check_model_features(X, model):
+    """Raise unless ``X`` has as many columns as ``model`` was trained on."""
+    n_model = getattr(model, "n_features_in_", X.shape[1])
+    if X.shape[1] != n_model:
+        raise ValueError(
+            f"X has {X.shape[1]} features but the target model was trained on "
+            f"{n_model}."
+        )
+
+
+def training_rows(attack, prefix, model, recipe, X, y):
+    """``X`` and ``y`` validated as the rows ``model`` was trained on.
+
+    ``X`` goes through the (public) ``prefix`` of a Pipeline first, when there
+    is one; ``validate_data`` records ``n_features_in_`` (and the feature
+    names of a DataFrame) on ``attack``.
+    """
+    if prefix is not None:
+        # the prefix is public: attack the final model on transformed rows
+        X = transform_dense(prefix, X)
+    X, y = validate_data(
+        attack,
+        X,
+        y,
+        dtype=np.float64,
+        ensure_min_samples=2,
+        y_numeric=recipe.loss == "squared",
+    )
+    check_model_features(X, model)
+    return X, y
 
 
 def adversary_weights(sample_weight, X):

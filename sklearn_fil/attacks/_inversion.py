@@ -33,6 +33,7 @@ from sklearn.utils.validation import check_is_fitted
 from sklearn_fil._glm import SPDFactor, fit_glm
 from sklearn_fil.attacks._base import (
     adversary_weights,
+    check_model_features,
     resolve_attribute,
     target_glm,
 )
@@ -162,12 +163,7 @@ class _AttributeInversion(TransformerMixin, BaseEstimator):
                 f"y must have one entry per row of X: X has {X.shape[0]} rows, "
                 f"y has shape {y.shape}."
             )
-        n_model = getattr(model, "n_features_in_", X.shape[1])
-        if n_model != X.shape[1]:
-            raise ValueError(
-                f"X has {X.shape[1]} features but the target model was trained on "
-                f"{n_model}."
-            )
+        check_model_features(X, model)
         columns, name = resolve_attribute(self.attribute, model, X.shape[1])
         fitted = {
             "model_": model,

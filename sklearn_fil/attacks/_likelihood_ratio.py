@@ -24,12 +24,12 @@ import numpy as np
 import pandas as pd
 from scipy.stats import norm
 from sklearn.base import BaseEstimator
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.utils.validation import check_is_fitted
 
 from sklearn_fil._glm import fit_glm
 from sklearn_fil._leave_one_out import LOO_TOL, leave_one_out
 from sklearn_fil.accounting import check_delta, per_instance_gaussian_epsilon
-from sklearn_fil.attacks._base import adversary_weights, target_glm
+from sklearn_fil.attacks._base import adversary_weights, target_glm, training_rows
 from sklearn_fil.fisher import fisher_information_loss
 from sklearn_fil.linear_model import (
     OutputPerturbedLinearRegression,
@@ -37,7 +37,7 @@ from sklearn_fil.linear_model import (
 )
 from sklearn_fil.utils._fitted import fit_or_clear
 from sklearn_fil.utils._onehot import onehot_columns
-from sklearn_fil.utils._pipeline import split_pipeline, transform_dense
+from sklearn_fil.utils._pipeline import split_pipeline
 from sklearn_fil.utils._release import fitted_params
 from sklearn_fil.utils._sklearn_compat import Interval, _fit_context
 
@@ -263,23 +263,7 @@ class LikelihoodRatioMembershipInference(BaseEstimator):
             model, type(self).__name__, informed=sample_weight is not None
         )
         index = X.index.copy() if isinstance(X, pd.DataFrame) else None
-        if prefix is not None:
-            # the prefix is public: attack the final model on transformed rows
-            X = transform_dense(prefix, X)
-        X, y = validate_data(
-            self,
-            X,
-            y,
-            dtype=np.float64,
-            ensure_min_samples=2,
-            y_numeric=recipe.loss == "squared",
-        )
-        n_model = getattr(model, "n_features_in_", X.shape[1])
-        if X.shape[1] != n_model:
-            raise ValueError(
-                f"X has {X.shape[1]} features but the target model was trained on "
-                f"{n_model}."
-            )
+        X, y = training_rows(self, prefix, model, recipe, X, y)
         omega = adversary_weights(sample_weight, X)
         omega = omega / omega.max()  # as training scales them
         params = fitted_params(model)

@@ -23,7 +23,7 @@ from sklearn.utils import Bunch
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from sklearn_fil._report import attribute_label
-from sklearn_fil.attacks._base import adversary_weights, target_glm
+from sklearn_fil.attacks._base import adversary_weights, target_glm, training_rows
 from sklearn_fil.utils._fitted import fit_or_clear
 from sklearn_fil.utils._pipeline import split_pipeline, transform_dense
 from sklearn_fil.utils._sklearn_compat import _fit_context
@@ -322,23 +322,7 @@ class GLMReconstructionAttack(OneToOneFeatureMixin, TransformerMixin, BaseEstima
         recipe = target_glm(
             final, type(self).__name__, informed=sample_weight is not None
         )
-        if prefix is not None:
-            # the prefix is public: attack the final model on transformed rows
-            X = transform_dense(prefix, X)
-        X, y = validate_data(
-            self,
-            X,
-            y,
-            dtype=np.float64,
-            ensure_min_samples=2,
-            y_numeric=recipe.loss == "squared",
-        )
-        n_model = getattr(final, "n_features_in_", X.shape[1])
-        if X.shape[1] != n_model:
-            raise ValueError(
-                f"X has {X.shape[1]} features but the target model was trained on "
-                f"{n_model}."
-            )
+        X, y = training_rows(self, prefix, final, recipe, X, y)
         model_names = getattr(final, "feature_names_in_", None)
         names = getattr(self, "feature_names_in_", None)
         if (
