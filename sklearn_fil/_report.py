@@ -1,10 +1,72 @@
-"""The one builder of ``privacy_report_`` tables, so the schema cannot drift."""
+"""The one builder of ``privacy_report_`` tables, so the schema cannot drift.
+
+It also owns the report's scale-free numbers (:func:`attribute_variances`,
+:func:`relative_mse_bound`, :func:`attribute_fil_sd`), derived here once.
+
+Scale-free bounds
+-----------------
+Theorem 2 of Guo et al. (2022) bounds the mean squared error of any unbiased
+reconstruction ``z_hat`` of an example's ``k`` private coordinates ``z`` from
+the release: ``E ||z_hat - z||^2 / k >= k / Tr(I)``, ``I`` the Fisher
+information of the release about ``z`` (``mse_bound = 1 / dfil^2``). Its
+coordinates mix units: a feature in years and the label in dollars add up.
+
+Measure coordinate ``j`` in units ``t_j`` instead, ``z'_j = z_j / t_j``, i.e.
+``z' = D^-1 z`` with ``D = diag(t)``. The release is the same random variable,
+so its Fisher information about ``z'`` is ``I' = D I D`` and ``Tr(I') =
+sum_j t_j^2 I_jj``. An unbiased reconstruction of ``z`` is one of ``z'``, and
+Theorem 2 in the new units reads::
+
+    (1/k) sum_j E (z_hat_j - z_j)^2 / t_j^2  >=  k / sum_j t_j^2 I_jj.
+
+With ``t_j^2`` the training-set variance of coordinate ``j``, the left side is
+the mean over coordinates of the reconstruction MSE relative to the variance.
+Guessing the training mean scores 1 on average over the training set: a
+``rel_mse_bound`` below 1 leaves room for an unbiased attacker to beat that
+guess, one above 1 does not. The bound is
+unchanged by a change of units of any coordinate, while ``mse_bound`` is not.
+
+The diagonal entries come from the report: for a plain feature and for the
+label ``I_jj = ||J e_j||^2 / sigma^2 = eta_ij^2``, the squared per-attribute
+FIL (``sigma`` included). A constrained one-hot group of ``m`` columns has
+``m - 1`` private coordinates, on the tangent space of "sum to one". We give
+each the same unit, ``t_G^2 = V_G / (m - 1)`` with ``V_G = sum_c Var_c`` the
+group's variance summed over its columns (``E ||z_G - mean||^2``, since
+``z_G - mean`` lies in that tangent space): the group's error relative to
+``V_G`` is then the mean of its coordinates' relative errors. Its diagonal
+block in those units has trace ``t_G^2 Tr(P I_G P)``, with ``P`` the
+projector onto the tangent space. The report holds the group's spectral FIL
+``eta_G^2 = lambda_max(P I_G P)`` (the GLMs), so we use ``t_G^2 (m - 1)
+eta_G^2 = eta_G^2 V_G``, an upper bound on that trace (equal for ``m = 2``);
+a larger trace only lowers the bound, which therefore still holds. Where the
+group's FIL is the square root of its trace (DP-SGD, ``group_fil="trace"``)
+the term is exact, ``eta_G^2 V_G / (m - 1)``.
+
+A coordinate of zero variance has no unit. It is left out of both ``k`` and
+the trace: Theorem 2 applied to the other coordinates, with those known,
+uses the principal block of ``I``, whose bound is the smaller
+(``(I^-1)_SS >= (I_SS)^-1``), so the bound still holds for them.
+
+Over all examples, attribute ``a`` (its ``n`` values, or ``n (m - 1)``
+coordinates of a group) has Fisher information of largest eigenvalue
+``eta_a^2``, the attribute FIL of ``attribute_fil_``; Theorem 2 gives
+``E ||z_hat - z||^2 / (n_a t_a^2) >= 1 / (eta_a t_a)^2``. The product
+``eta_a t_a``, the attribute's FIL in units of its standard deviation
+(:func:`attribute_fil_sd`), ranks the attributes without mixing units, and
+``1 / (eta_a t_a)^2`` bounds the MSE of reconstructing the attribute relative
+to its variance; 1 is again what the training mean scores on average.
+"""
 
 # Authors: The sklearn-fil developers
 # SPDX-License-Identifier: BSD-3-Clause
 
 import numpy as np
 import pandas as pd
+import scipy.sparse as sp
+from sklearn.utils import gen_batches
+from sklearn.utils.sparsefuncs import mean_variance_axis
+
+_ROWS_PER_CHUNK = 65536  # rows of the attribute block read at once
 
 
 def attribute_label(name):
@@ -23,6 +85,38 @@ def target_label(target_name, feature_names):
     return "y" if "y" not in feature_names else "target"
 
 
+def _float_columns(columns, n):
+    """``{name: float64 column of length n}``, checked."""
+    out = {}
+    for name, values in columns.items():
+        values = np.asarray(values, dtype=np.float64)
+        if values.shape != (n,):
+            raise ValueError(
+                f"Report column {name!r} has shape {values.shape}; expected ({n},)."
+            )
+        out[name] = values
+    return out
+
+
+def _assemble(head, attributes, extra, index):
+    """One frame from the leading columns, the attribute frame and the extras.
+
+    ``pd.concat`` along the columns keeps each part's block as it is: the
+    attribute block is neither copied nor consolidated here.
+    """
+    n = attributes.shape[0]
+    parts = [pd.DataFrame(_float_columns(head, n), index=index)]
+    parts.append(attributes)
+    if extra:
+        parts.append(pd.DataFrame(_float_columns(extra, n), index=index))
+    report = pd.concat(parts, axis=1)
+    if not report.columns.is_unique:
+        raise ValueError(
+            f"Column names collide in the privacy report: {list(report.columns)}."
+        )
+    return report
+
+
 def privacy_report_frame(fil, dfil, mse_bound, attribute_fil, index=None, **extra):
     """Per-example privacy report as a DataFrame, from its columns.
 
@@ -36,7 +130,8 @@ def privacy_report_frame(fil, dfil, mse_bound, attribute_fil, index=None, **extr
         Row index: the training index when X was a DataFrame; otherwise
         ``RangeIndex(n_samples, name="sample")``.
     **extra : ndarray of shape (n_samples,)
-        Further float columns appended after the FIL columns (e.g. ``weight``).
+        Further float columns appended after the FIL columns (e.g.
+        ``rel_mse_bound``, ``weight``).
 
     Returns
     -------
@@ -44,34 +139,228 @@ def privacy_report_frame(fil, dfil, mse_bound, attribute_fil, index=None, **extr
         Columns ``fil``, ``dfil``, ``mse_bound``, ``fil[<attribute>]``... then
         ``extra``; float64 throughout.
     """
+    n = np.shape(fil)[0]
     if index is None:
-        index = pd.RangeIndex(np.shape(fil)[0], name="sample")
-    columns = {"fil": fil, "dfil": dfil, "mse_bound": mse_bound}
-    for name, values in attribute_fil.items():
-        columns[attribute_label(name)] = values
-    columns.update(extra)
-    if len(columns) != 3 + len(attribute_fil) + len(extra):
+        index = pd.RangeIndex(n, name="sample")
+    columns = {attribute_label(name): v for name, v in attribute_fil.items()}
+    if len(columns) != len(attribute_fil):
         raise ValueError(
             f"Attribute names collide in the privacy report: {list(attribute_fil)}."
         )
-    return pd.DataFrame(
-        {k: np.asarray(v, dtype=np.float64) for k, v in columns.items()}, index=index
-    )
+    attributes = pd.DataFrame(_float_columns(columns, n), index=index)
+    head = {"fil": fil, "dfil": dfil, "mse_bound": mse_bound}
+    return _assemble(head, attributes, extra, index)
 
 
 def make_privacy_report(result, attribute_names, index=None, **extra):
     """Per-example privacy report of a :class:`FisherInformationLoss` result.
 
     ``attribute_names`` names each column of ``result.attribute_fil``; see
-    :func:`privacy_report_frame` for the rest.
+    :func:`privacy_report_frame` for the rest. The ``n x n_attributes`` block
+    ``result.attribute_fil`` becomes the report's attribute columns without a
+    copy (when it is float64): the report views it, so it must not be
+    modified afterwards.
     """
     if len(set(attribute_names)) != len(attribute_names):
         raise ValueError(
             f"Attribute names collide in the privacy report: {list(attribute_names)}."
         )
-    attribute_fil = {
-        name: result.attribute_fil[:, j] for j, name in enumerate(attribute_names)
-    }
-    return privacy_report_frame(
-        result.fil, result.dfil, result.mse_bound, attribute_fil, index, **extra
+    block = np.asarray(result.attribute_fil, dtype=np.float64)
+    n = block.shape[0]
+    if block.shape != (n, len(attribute_names)):
+        raise ValueError(
+            f"attribute_fil has shape {block.shape}; expected "
+            f"({n}, {len(attribute_names)}) for the attributes {attribute_names}."
+        )
+    if index is None:
+        index = pd.RangeIndex(n, name="sample")
+    attributes = pd.DataFrame(
+        block,
+        index=index,
+        columns=[attribute_label(name) for name in attribute_names],
+        copy=False,
     )
+    head = {"fil": result.fil, "dfil": result.dfil, "mse_bound": result.mse_bound}
+    return _assemble(head, attributes, extra, index)
+
+
+# -- scale-free numbers ---------------------------------------------------------
+
+
+def attribute_sizes(attributes):
+    """Private coordinates of each attribute: 1, or ``m - 1`` for a group.
+
+    Parameters
+    ----------
+    attributes : list
+        The engine's attributes: ``(j,)`` for feature ``j``, a tuple of the
+        ``m`` columns of a constrained one-hot group, or ``"label"``.
+
+    Returns
+    -------
+    sizes : ndarray of shape (n_attributes,)
+        Number of private coordinates of each attribute.
+    """
+    return np.array(
+        [1 if att == "label" else max(len(att) - 1, 1) for att in attributes],
+        dtype=np.int64,
+    )
+
+
+def _column_variances(X, sample_weight):
+    """(Weighted) variance of every column of dense or sparse ``X``."""
+    if sp.issparse(X):
+        if X.format not in ("csr", "csc"):
+            X = X.tocsr()
+        return np.asarray(mean_variance_axis(X, axis=0, weights=sample_weight)[1])
+    X = np.asarray(X, dtype=np.float64)
+    n = X.shape[0]
+    weight = np.ones(n) if sample_weight is None else sample_weight
+    mean = (weight @ X) / weight.sum()
+    squares = np.zeros(X.shape[1])
+    for rows in gen_batches(n, _ROWS_PER_CHUNK):  # no n x d temporary
+        squares += weight[rows] @ (X[rows] - mean) ** 2
+    return squares / weight.sum()
+
+
+def attribute_variances(X, y, attributes, sample_weight=None):
+    """Training-set variance of each attribute (summed over a group's columns).
+
+    Parameters
+    ----------
+    X : {ndarray, sparse matrix} of shape (n_samples, n_features)
+        The rows as fitted (after any preprocessing the FIL refers to).
+    y : ndarray of shape (n_samples,) or None
+        The labels as fitted; needed when ``"label"`` is an attribute.
+    attributes : list
+        The engine's attributes (see :func:`attribute_sizes`).
+    sample_weight : ndarray of shape (n_samples,), default=None
+        Example weights of the fit; the variances are then weighted.
+
+    Returns
+    -------
+    variance : ndarray of shape (n_attributes,)
+        Population variance (``ddof=0``) of each feature and of the label,
+        and ``sum_c Var_c`` over the columns of each one-hot group.
+    """
+    n = X.shape[0]
+    if sample_weight is not None:
+        sample_weight = np.asarray(sample_weight, dtype=np.float64)
+        if sample_weight.shape != (n,) or not np.all(sample_weight >= 0):
+            raise ValueError(
+                "sample_weight must be non-negative of shape "
+                f"({n},); got shape {sample_weight.shape}."
+            )
+        if not sample_weight.sum() > 0:
+            raise ValueError("sample_weight must have a positive entry.")
+    columns = _column_variances(X, sample_weight)
+    variance = np.empty(len(attributes))
+    for a, att in enumerate(attributes):
+        if att == "label":
+            if y is None:
+                raise ValueError("The label is an attribute but y is None.")
+            y = np.asarray(y, dtype=np.float64)
+            mean = np.average(y, weights=sample_weight)
+            variance[a] = np.average((y - mean) ** 2, weights=sample_weight)
+        else:
+            variance[a] = columns[list(att)].sum()
+    return np.maximum(variance, 0.0)
+
+
+def _check_scale_inputs(fil, variance, sizes, caller):
+    variance = np.asarray(variance, dtype=np.float64)
+    sizes = np.asarray(sizes)
+    n_attributes = fil.shape[-1]
+    for name, values in (("variance", variance), ("sizes", sizes)):
+        if values.shape != (n_attributes,):
+            raise ValueError(
+                f"{caller}: {name} has shape {values.shape}; expected "
+                f"({n_attributes},), one entry per attribute."
+            )
+    if not np.all(np.isfinite(variance)) or np.any(variance < 0):
+        raise ValueError(f"{caller}: variance must be finite and >= 0.")
+    if not np.issubdtype(sizes.dtype, np.integer) or np.any(sizes < 1):
+        raise ValueError(f"{caller}: sizes must be integers >= 1.")
+    return variance, sizes
+
+
+def relative_mse_bound(attribute_fil, variance, sizes, *, group_fil="spectral"):
+    """Theorem 2's bound with every coordinate in units of its own std.
+
+    ``rel_mse_bound_i = k / sum_a c_a eta_ia^2``, the sum and ``k = sum_a
+    sizes_a`` over the attributes of positive variance, with ``c_a`` the
+    variance for a feature, the label and (``group_fil="spectral"``) a
+    group, and the variance over ``sizes_a`` for a group whose FIL is the
+    square root of its trace (``group_fil="trace"``). See the module
+    docstring for the derivation; it bounds the mean over coordinates of
+    ``MSE_j / Var_j`` of any unbiased reconstruction of example ``i``.
+
+    Parameters
+    ----------
+    attribute_fil : ndarray of shape (n_samples, n_attributes)
+        Per-example FIL of each attribute (``sigma`` included).
+    variance : ndarray of shape (n_attributes,)
+        From :func:`attribute_variances`.
+    sizes : ndarray of shape (n_attributes,)
+        From :func:`attribute_sizes`.
+    group_fil : {"spectral", "trace"}, default="spectral"
+        What a group's FIL is: the spectral norm of its Fisher information
+        (the GLMs), or the square root of its trace (DP-SGD).
+
+    Returns
+    -------
+    rel_mse_bound : ndarray of shape (n_samples,)
+        ``inf`` for an example of zero FIL, ``nan`` when no attribute varies.
+    """
+    caller = "relative_mse_bound"
+    attribute_fil = np.asarray(attribute_fil, dtype=np.float64)
+    if attribute_fil.ndim != 2:
+        raise ValueError(f"{caller}: attribute_fil must be 2-D.")
+    variance, sizes = _check_scale_inputs(attribute_fil, variance, sizes, caller)
+    if group_fil not in ("spectral", "trace"):
+        raise ValueError(f"{caller}: group_fil must be 'spectral' or 'trace'.")
+    weight = variance / sizes if group_fil == "trace" else variance.copy()
+    k = float(sizes[variance > 0].sum())
+    n = attribute_fil.shape[0]
+    trace = np.empty(n)
+    for rows in gen_batches(n, _ROWS_PER_CHUNK):  # no n x n_attributes temporary
+        block = attribute_fil[rows]
+        np.dot(block * block, weight, out=trace[rows])
+    if k == 0:
+        return np.full(n, np.nan)
+    with np.errstate(divide="ignore"):
+        return k / trace
+
+
+def attribute_fil_sd(attribute_fil, variance, sizes):
+    """Attribute FIL in units of the attribute's standard deviation.
+
+    ``eta_a t_a`` with ``t_a^2 = variance_a / sizes_a`` (the std of a feature
+    or the label; for a group, its summed variance spread over its ``m - 1``
+    coordinates). ``1 / (eta_a t_a)^2`` bounds the mean ``MSE / Var`` of any
+    unbiased reconstruction of the attribute of every example (module
+    docstring).
+
+    Parameters
+    ----------
+    attribute_fil : ndarray of shape (n_attributes,)
+        FIL of each attribute over all examples (``attribute_fil_``).
+    variance : ndarray of shape (n_attributes,)
+        From :func:`attribute_variances`.
+    sizes : ndarray of shape (n_attributes,)
+        From :func:`attribute_sizes`.
+
+    Returns
+    -------
+    fil_sd : ndarray of shape (n_attributes,)
+        ``nan`` for an attribute of zero variance, which has no unit.
+    """
+    attribute_fil = np.asarray(attribute_fil, dtype=np.float64)
+    if attribute_fil.ndim != 1:
+        raise ValueError("attribute_fil_sd: attribute_fil must be 1-D.")
+    variance, sizes = _check_scale_inputs(
+        attribute_fil, variance, sizes, "attribute_fil_sd"
+    )
+    with np.errstate(invalid="ignore"):
+        sd = np.where(variance > 0, np.sqrt(variance / sizes), np.nan)
+    return attribute_fil * sd
