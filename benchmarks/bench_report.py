@@ -63,7 +63,10 @@ REPEAT_BUDGET_S = 1.0
 MAX_REPEAT = 25
 GB = 1e9
 TARGET_N, TARGET_D = 1_000_000, 100
-TARGET_RATIO, TARGET_GB = 3.0, 4.0
+# Issue 19's targets at n = 10**6, d = 100: the report alone, the fit with its
+# report (per model), as multiples of one X.T @ X, and the report's extra RSS.
+TARGET_RATIO, TARGET_GB = 6.0, 1.5
+TARGET_FIT_RATIO = {"linear": 7.0, "logistic": 12.0}
 
 HERE = Path(__file__).resolve().parent
 DEFAULT_OUT = HERE / "results" / "report.md"
@@ -557,6 +560,7 @@ COLUMNS = [
     ("report s", 9, "secs"),
     ("XᵀX s", 8, "secs"),
     ("report/XᵀX", 10, ".1f"),
+    ("fit/XᵀX", 8, ".1f"),
     ("report peak extra GB (RSS)", 26, ".2f"),
     ("report peak GB (tracemalloc)", 28, ".2f"),
     ("load avg", 8, ".1f"),
@@ -573,6 +577,7 @@ def row_values(r):
         r["report_s"],
         r["xtx_s"],
         r["report_s"] / r["xtx_s"],
+        r["fit_s"] / r["xtx_s"],
         r["rss_extra_gb"],
         r["tracemalloc_gb"],
         r["load"],
@@ -602,18 +607,24 @@ def target_verdict(rows):
     hits = [r for r in rows if r["n"] == TARGET_N and r["d"] == TARGET_D]
     if not hits:
         return "NOT EVALUATED (n = 10⁶, d = 100 was not run)", []
+
+    def check(value, target, unit=""):
+        return (
+            value <= target,
+            f"{value:.2f}{unit} ({'≤' if value <= target else '>'} {target:g}{unit})",
+        )
+
     lines = []
     ok_all = True
     for r in hits:
-        ratio = r["report_s"] / r["xtx_s"]
-        ok = ratio <= TARGET_RATIO and r["rss_extra_gb"] <= TARGET_GB
+        report_ok, report = check(r["report_s"] / r["xtx_s"], TARGET_RATIO)
+        fit_ok, fit = check(r["fit_s"] / r["xtx_s"], TARGET_FIT_RATIO[r["model"]])
+        mem_ok, mem = check(r["rss_extra_gb"], TARGET_GB, " GB")
+        ok = report_ok and fit_ok and mem_ok
         ok_all &= ok
         lines.append(
-            f"{r['model']}: report/XᵀX = {ratio:.1f} "
-            f"({'≤' if ratio <= TARGET_RATIO else '>'} {TARGET_RATIO:g}), "
-            f"extra RSS = {r['rss_extra_gb']:.2f} GB "
-            f"({'≤' if r['rss_extra_gb'] <= TARGET_GB else '>'} {TARGET_GB:g} GB): "
-            f"{'MET' if ok else 'NOT MET'}"
+            f"{r['model']}: report/XᵀX = {report}, fit + report/XᵀX = {fit}, "
+            f"report extra RSS = {mem}: {'MET' if ok else 'NOT MET'}"
         )
     return ("MET" if ok_all else "NOT MET"), lines
 
@@ -689,15 +700,19 @@ def write_markdown(path, info, command, started, elapsed, rows, breakdown, notes
             secs(v[5]),
             secs(v[6]),
             f"{v[7]:.1f}",
-            f"{v[8]:.2f}",
+            f"{v[8]:.1f}",
             f"{v[9]:.2f}",
-            f"{v[10]:.1f}",
+            f"{v[10]:.2f}",
+            f"{v[11]:.1f}",
         ]
         md.append("| " + " | ".join(cells) + " |")
     md.append("")
     md.append(
-        f"**Target**: report time ≤ {TARGET_RATIO:g} × one X.T @ X at n = 10⁶, "
-        f"d = 100, within {TARGET_GB:g} GB: **{verdict}**"
+        f"**Targets** at n = 10⁶, d = 100, as multiples of one X.T @ X: the report "
+        f"≤ {TARGET_RATIO:g} ×; the fit with its report ≤ "
+        f"{TARGET_FIT_RATIO['linear']:g} × (linear), "
+        f"≤ {TARGET_FIT_RATIO['logistic']:g} × (logistic); the report's extra RSS "
+        f"≤ {TARGET_GB:g} GB: **{verdict}**"
     )
     for line in verdict_lines:
         md.append(f"- {line}")
@@ -776,8 +791,8 @@ def write_markdown(path, info, command, started, elapsed, rows, breakdown, notes
         md.append(
             f"Arithmetic floor of this formulation on this machine: the Gram plus "
             f"two n × p × p products = {floor:.3f} s = {floor / xtx:.1f} × one XᵀX "
-            f"(the two products alone: {2 * ref['xm'] / xtx:.1f} ×, against a target "
-            f"of {TARGET_RATIO:g} ×). The kernel took "
+            f"(the two products alone: {2 * ref['xm'] / xtx:.1f} ×; the report's "
+            f"target: {TARGET_RATIO:g} ×). The kernel took "
             f"{inst['kernel'] / breakdown['kernel_alone']:.1f} × as long inside the "
             "report, where it alternates with BLAS calls chunk by chunk, as alone."
         )
