@@ -19,6 +19,7 @@ from sklearn.utils import gen_batches
 
 from sklearn_fil._losses import LOSSES
 from sklearn_fil.utils._clipping import vector_norm
+from sklearn_fil.utils._sparse import issparse, scale_rows
 
 # Smallest eigenvalue of the Jacobi-scaled (unit-diagonal) Hessian, relative
 # to its largest, below which the Hessian is singular to working precision:
@@ -29,11 +30,16 @@ SINGULAR_RTOL = 1e3 * np.finfo(np.float64).eps
 # independently of n. Few large chunks matter for speed, not only memory: each
 # chunk hands the cores from the BLAS threads to the numba threads and back.
 _CHUNK_BYTES = 512 * 2**20
+# The same for sparse X: its dense per-chunk products should not dwarf X
+# itself (a few values per row), and a sparse product has no threads to hand
+# over, so small chunks cost little.
+_SPARSE_CHUNK_BYTES = 32 * 2**20
 
 
-def default_chunk(d):
+def default_chunk(d, sparse=False):
     """Rows per chunk: the GEMM output (2 d + 1 columns) and a scaled copy."""
-    return max(1, _CHUNK_BYTES // (8 * (3 * d + 2)))
+    budget = _SPARSE_CHUNK_BYTES if sparse else _CHUNK_BYTES
+    return max(1, budget // (8 * (3 * d + 2)))
 
 
 def penalty(p, n_eff, lam, fit_intercept, penalize_intercept):
@@ -45,7 +51,12 @@ def penalty(p, n_eff, lam, fit_intercept, penalize_intercept):
 
 
 def weighted_gram(X, weights, has_intercept, chunk):
-    """``X~^T diag(weights) X~`` for ``X~ = [X, 1]`` (weights >= 0), chunked."""
+    """``X~^T diag(weights) X~`` for ``X~ = [X, 1]`` (weights >= 0), chunked.
+
+    A sparse (CSR) ``X`` takes a sparse product instead, on an ``nnz`` copy.
+    """
+    if issparse(X):
+        return _sparse_weighted_gram(X, weights, has_intercept)
     n, d = X.shape
     p = d + has_intercept
     gram = np.zeros((p, p))
@@ -59,6 +70,27 @@ def weighted_gram(X, weights, has_intercept, chunk):
             gram[:d, d] += col
             gram[d, :d] += col
             gram[d, d] += weights[sl].sum()
+    return gram
+
+
+def _sparse_weighted_gram(X, weights, has_intercept):
+    """:func:`weighted_gram` of a CSR ``X``: ``A^T A`` with ``A = diag(sqrt(w)) X``.
+
+    ``A^T A`` (rather than ``X^T (w X)``) takes the same product for the
+    entries ``(j, k)`` and ``(k, j)``; the explicit symmetrisation only
+    removes any difference in the order of their sums.
+    """
+    d = X.shape[1]
+    p = d + has_intercept
+    A = scale_rows(X, np.sqrt(weights))
+    block = (A.T @ A).toarray()
+    gram = np.zeros((p, p))
+    gram[:d, :d] = 0.5 * (block + block.T)
+    if has_intercept:
+        col = X.T @ weights
+        gram[:d, d] = col
+        gram[d, :d] = col
+        gram[d, d] = weights.sum()
     return gram
 
 
@@ -160,7 +192,7 @@ def fit_glm(
     """
     d = X.shape[1]
     p = d + fit_intercept
-    chunk = default_chunk(d)
+    chunk = default_chunk(d, issparse(X))
     reg = penalty(p, omega.sum(), lam, fit_intercept, penalize_intercept)
 
     def margin(w):

@@ -7,6 +7,8 @@ from numbers import Integral
 
 import numpy as np
 
+from sklearn_fil.utils._sparse import issparse
+
 
 def onehot_columns(onehot_groups, feature_names, n_features):
     """``{group: [column indices]}`` from columns given by name or index.
@@ -88,14 +90,54 @@ def check_onehot_groups(onehot_groups, X, names=None):
         seen[cols] = True
         groups.append(cols.astype(np.int64))
     for label, cols in zip(labels, groups, strict=True):
-        block = X[:, cols]
-        if not (np.all((block == 0) | (block == 1)) and np.all(block.sum(axis=1) == 1)):
+        if not _is_onehot_block(X, cols):
             raise ValueError(
                 f"{label} (columns {cols.tolist()}) is not a one-hot "
                 "encoding: every value must be 0 or 1 with exactly one 1 per row. "
                 "A constrained group needs all its levels (do not drop one)."
             )
     return groups
+
+
+def _is_onehot_block(X, cols):
+    """Whether ``X[:, cols]`` is 0/1 with exactly one 1 per row (X dense or CSR)."""
+    block = X[:, cols]
+    if issparse(block):
+        values = block.data  # the entries not stored are 0
+        row_sums = np.asarray(block.sum(axis=1)).ravel()
+    else:
+        values, row_sums = block, block.sum(axis=1)
+    return bool(np.all((values == 0) | (values == 1)) and np.all(row_sums == 1))
+
+
+class _Columns:
+    """Dense columns of a dense or sparse ``X``, one at a time.
+
+    A sparse ``X`` is read through one CSC copy of its stored values; each
+    column comes out as a dense vector of ``n`` entries (never ``n x d``).
+    """
+
+    def __init__(self, X):
+        self.n, self.d = X.shape
+        self.sparse = issparse(X)
+        if self.sparse:
+            self.X = X.tocsc(copy=True)
+            self.X.sum_duplicates()
+            col_of = np.repeat(np.arange(self.d), np.diff(self.X.indptr))
+            values = self.X.data
+            self.binary = np.ones(self.d, dtype=bool)
+            self.binary[col_of[(values != 0) & (values != 1)]] = False
+        else:
+            self.X = X
+            self.binary = np.all((X == 0) | (X == 1), axis=0)
+
+    def __getitem__(self, j):
+        if not self.sparse:
+            return self.X[:, j]
+        start, stop = self.X.indptr[j], self.X.indptr[j + 1]
+        col = np.zeros(self.n)
+        col[self.X.indices[start:stop]] = self.X.data[start:stop]
+        return col
 
 
 def _group_name(names):
@@ -131,8 +173,8 @@ def detect_onehot_groups(X, feature_names=None):
 
     Parameters
     ----------
-    X : ndarray of shape (n_samples, n_features)
-        The validated training data.
+    X : {ndarray, sparse matrix} of shape (n_samples, n_features)
+        The validated training data; a sparse one is read column by column.
     feature_names : sequence of str or None
         ``feature_names_in_``; ``x0, x1, ...`` when None.
 
@@ -151,24 +193,25 @@ def detect_onehot_groups(X, feature_names=None):
     """
     d = X.shape[1]
     names = [f"x{j}" for j in range(d)] if feature_names is None else feature_names
-    binary = np.all((X == 0) | (X == 1), axis=0)
+    columns = _Columns(X)
+    binary = columns.binary
     groups = {}
     j = 0
     while j < d:
         if not binary[j]:
             j += 1
             continue
-        total = X[:, j].copy()
+        total = columns[j].copy()
         k = j
         while not np.all(total == 1) and k + 1 < d and binary[k + 1]:
             k += 1
-            total += X[:, k]
+            total += columns[k]
             if total.max() > 1:
                 break
         if k == j or not np.all(total == 1):
             j += 1
             continue
-        while k + 1 < d and binary[k + 1] and not X[:, k + 1].any():
+        while k + 1 < d and binary[k + 1] and not columns[k + 1].any():
             k += 1
         cols = list(range(j, k + 1))
         if feature_names is None:
