@@ -399,7 +399,10 @@ def _preview(names, limit=8):
 
 
 def _load_bundled():
-    """Breast-cancer data, standardised, rows scaled into the unit ball."""
+    """Breast-cancer data, standardised, rows scaled into the unit ball.
+
+    Returns the features, the target and the names of its classes.
+    """
     from sklearn.datasets import load_breast_cancer
     from sklearn.preprocessing import StandardScaler
 
@@ -407,12 +410,24 @@ def _load_bundled():
     Z = StandardScaler().fit_transform(bunch.data)
     Z /= np.linalg.norm(Z, axis=1).max()
     X = pd.DataFrame(Z, index=bunch.data.index, columns=bunch.data.columns)
-    return X, bunch.frame[_BUNDLED_TARGET]
+    y = bunch.frame[_BUNDLED_TARGET]
+    return X, y, _class_names(y, bunch.target_names)
+
+
+def _class_names(y, target_names):
+    """``{class: name}`` when the classes are 0..k-1 indexing ``target_names``."""
+    names = np.asarray(target_names)
+    classes = np.unique(np.asarray(y))
+    if names.dtype.kind not in "OUS" or not np.issubdtype(classes.dtype, np.integer):
+        return None
+    if classes.min() < 0 or classes.max() >= names.size:
+        return None
+    return {int(value): str(names[value]) for value in classes}
 
 
 def _bundled_dataset(sym):
     """The ``breast_cancer`` choice of ``--dataset``, the default input."""
-    X, y = _load_bundled()
+    X, y, class_names = _load_bundled()
     data = {
         "name": "breast cancer (bundled with scikit-learn; standardised, rows "
         f"scaled to norm {sym['le']} 1)",
@@ -421,6 +436,7 @@ def _bundled_dataset(sym):
         "data_norm": _BUNDLED_DATA_NORM,
         "dp_scope": "the preprocessed rows (not the raw data: the preprocessing "
         "uses every example)",
+        "class_names": class_names,
     }
     return X, y, data, None
 
@@ -442,6 +458,7 @@ def _real_dataset(loader, name, target, model, data_norm=None, **kwargs):
             "model": model,
             "data_norm": data_norm,
             "dp_scope": "the preprocessed rows (the preprocessing uses every example)",
+            "class_names": _class_names(y, getattr(bunch, "target_names", [])),
         }
         return bunch.data, y, data, getattr(bunch, "onehot_groups", None)
 
@@ -484,8 +501,12 @@ def _check_plot_target(path):
         ) from None
 
 
-def _plot_histogram(estimator, groups, path):
-    """The FIL histogram (by class for a classifier) as an image file."""
+def _plot_histogram(estimator, y, model, class_names, path):
+    """The FIL histogram (by class for a classifier) as an image file.
+
+    The legend names each class (by ``class_names`` where the data set has
+    them) with its number of examples, under the target's name.
+    """
     import matplotlib
 
     matplotlib.use("Agg")
@@ -493,14 +514,23 @@ def _plot_histogram(estimator, groups, path):
 
     from sklearn_fil.plotting import FILHistogramDisplay
 
+    groups = _plot_groups(y, model, class_names)
     fig, ax = plt.subplots(figsize=(7, 4))
-    groups = None if groups is None else np.asarray(groups)
-    FILHistogramDisplay.from_estimator(
+    display = FILHistogramDisplay.from_estimator(
         estimator, groups=groups, bins=40, log_scale=True, ax=ax
     )
+    kind = "logistic" if model == "logistic" else "linear"
     ax.set_title(
-        "Per-example FIL of the released model" + (" by class" * (groups is not None))
+        f"Per-example FIL of the released {kind} model ({y.size} examples)"
+        + (f", by {y.name}" if groups is not None else "")
     )
+    keys = list(display.bars_)
+    if groups is None:
+        labels = [f"all examples (n = {y.size})"]
+    else:
+        counts = pd.Series(groups).value_counts()
+        labels = [f"{key} (n = {counts[key]})" for key in keys]
+    ax.legend([display.bars_[key] for key in keys], labels, title=str(y.name))
     try:
         fig.savefig(path, dpi=100, bbox_inches="tight")
     except (OSError, ValueError) as exc:
@@ -1253,7 +1283,7 @@ def _report(args, stdout):
     _write_report(estimator.privacy_report_, out)
     _write_sidecar(_sidecar(estimator, data, model, args, data_norm), out)
     if args.plot is not None:
-        _plot_histogram(estimator, _plot_groups(y, model), args.plot)
+        _plot_histogram(estimator, y, model, data.get("class_names"), args.plot)
     lines = _summary(estimator, data, model, args, data_norm, sym)
     lines += _written_lines(estimator.privacy_report_, out, args.plot)
     print("\n".join(lines), file=stdout)
@@ -1483,11 +1513,16 @@ def _write_sidecar(sidecar, out):
         raise _InputError(f"cannot write {path}: {exc.strerror or exc}") from None
 
 
-def _plot_groups(y, model):
-    """Histogram groups: ``target=value`` per class, or None for a regression."""
+def _plot_groups(y, model, class_names=None):
+    """Histogram groups: each example's class name, or None for a regression.
+
+    ``class_names`` maps a class (its value in ``y``) to its name, where the
+    data set has names (the breast-cancer data's 0 is ``malignant``).
+    """
     if model != "logistic":
         return None
-    return np.array([f"{y.name}={value}" for value in y])
+    names = class_names or {}
+    return np.array([str(names.get(value, value)) for value in y])
 
 
 def _written_lines(report, out, plot):

@@ -909,18 +909,73 @@ def test_plot_without_matplotlib_fails_before_the_fit(tmp_path, capsys, monkeypa
     assert not (tmp_path / "r.csv").exists()
 
 
-def test_plot_has_a_title_and_named_classes(tmp_path, capsys, monkeypatch):
-    pytest.importorskip("matplotlib")
+def _saved_axes(monkeypatch):
     from matplotlib.figure import Figure
 
     saved = []
     monkeypatch.setattr(Figure, "savefig", lambda fig, *a, **k: saved.append(fig))
+    return saved
+
+
+def _legend(ax):
+    legend = ax.get_legend()
+    return legend.get_title().get_text(), [t.get_text() for t in legend.get_texts()]
+
+
+def test_plot_has_a_title_and_named_classes(tmp_path, capsys, monkeypatch):
+    pytest.importorskip("matplotlib")
+    saved = _saved_axes(monkeypatch)
     csv = tmp_path / "data.csv"
-    _binary_csv(csv)
+    frame = _binary_csv(csv)
     argv = ["report", str(csv), "--target", "label", "--out", str(tmp_path / "r.csv")]
     assert main([*argv, "--plot", str(tmp_path / "fil.png")]) == 0
     capsys.readouterr()
     (ax,) = saved[0].axes
-    assert ax.get_title() == "Per-example FIL of the released model by class"
-    labels = [text.get_text() for text in ax.get_legend().get_texts()]
-    assert sorted(labels) == ["label=no", "label=yes"]
+    assert ax.get_title() == (
+        "Per-example FIL of the released logistic model (60 examples), by label"
+    )
+    n = frame["label"].value_counts()
+    title, labels = _legend(ax)
+    assert title == "label"
+    assert sorted(labels) == [f"no (n = {n['no']})", f"yes (n = {n['yes']})"]
+
+
+def test_plot_of_the_bundled_data_names_its_classes(tmp_path, capsys, monkeypatch):
+    # the breast-cancer target is 0/1: the legend gives load_breast_cancer's
+    # names of the classes (0 is malignant), not the numbers
+    pytest.importorskip("matplotlib")
+    from sklearn.datasets import load_breast_cancer
+
+    saved = _saved_axes(monkeypatch)
+    out, png = tmp_path / "r.csv", tmp_path / "fil.png"
+    assert main(["report", "--out", str(out), "--plot", str(png)]) == 0
+    capsys.readouterr()
+    (ax,) = saved[0].axes
+    bunch = load_breast_cancer()
+    counts = np.bincount(bunch.target)
+    expected = [
+        f"{name} (n = {count})"
+        for name, count in zip(bunch.target_names, counts, strict=True)
+    ]
+    title, labels = _legend(ax)
+    assert title == "target" and sorted(labels) == sorted(expected)
+    assert ax.get_title().endswith(f"({bunch.target.size} examples), by target")
+
+
+def test_plot_of_a_regression_has_one_labelled_histogram(tmp_path, capsys, monkeypatch):
+    pytest.importorskip("matplotlib")
+    saved = _saved_axes(monkeypatch)
+    rng = np.random.default_rng(0)
+    frame = pd.DataFrame(rng.normal(size=(40, 2)), columns=["a", "b"])
+    frame["price"] = frame["a"] + rng.normal(size=40)
+    csv = tmp_path / "data.csv"
+    frame.to_csv(csv, index=False)
+    argv = ["report", str(csv), "--target", "price", "--model", "linear"]
+    argv += ["--out", str(tmp_path / "r.csv"), "--plot", str(tmp_path / "fil.png")]
+    assert main(argv) == 0
+    capsys.readouterr()
+    (ax,) = saved[0].axes
+    assert ax.get_title() == (
+        "Per-example FIL of the released linear model (40 examples)"
+    )
+    assert _legend(ax) == ("price", ["all examples (n = 40)"])
