@@ -4,9 +4,12 @@ Build the site with (from the repository root)::
 
     python -m sphinx -W --keep-going -b html doc doc/_build/html
 
-The build needs no network: the inventories of the projects we link to
-(Python, NumPy, SciPy, pandas, scikit-learn, joblib, matplotlib) are small local files
-in ``doc/_intersphinx``, written by ``doc/sphinxext/make_inventories.py``.
+The build needs no network, and neither does reading the site: the inventories of
+the projects we link to (Python, NumPy, SciPy, pandas, scikit-learn, joblib,
+matplotlib) are small local files in ``doc/_intersphinx``, written by
+``doc/sphinxext/make_inventories.py``, and the math is rendered by a copy of MathJax
+from the ``sphinx-mathjax-offline`` package (``doc/sphinxext/offline_math.py``) placed
+in ``_static``.
 """
 
 # Authors: The sklearn-fil developers
@@ -44,7 +47,8 @@ extensions = [
     "sphinx.ext.autodoc",
     "sphinx.ext.autosummary",
     "sphinx.ext.intersphinx",
-    "sphinx.ext.mathjax",
+    # sphinx.ext.mathjax with a local MathJax (no CDN): doc/sphinxext/offline_math.py
+    "offline_math",
     "sphinx_gallery.gen_gallery",
     "sklearn_fil_api",
 ]
