@@ -25,13 +25,20 @@ from scipy import stats
 from sklearn.base import BaseEstimator, MetaEstimatorMixin, clone, is_classifier
 from sklearn.covariance import ledoit_wolf
 from sklearn.metrics import roc_curve
+from sklearn.pipeline import Pipeline
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import HasMethods
 from sklearn.utils.validation import check_array, check_consistent_length
 
+from sklearn_fil.audit._pipeline import (
+    audited_parts,
+    is_sklearn_fil_estimator,
+    through_prefix,
+)
 from sklearn_fil.utils._clipping import row_norms
 from sklearn_fil.utils._fitted import fit_or_clear
 from sklearn_fil.utils._onehot import onehot_columns
+from sklearn_fil.utils._release import fitted_params
 from sklearn_fil.utils._sklearn_compat import Interval, _fit_context
 from sklearn_fil.utils._weights import flatten_weights, weight_names
 
@@ -202,6 +209,13 @@ def canary_neighbours(estimator, X, y):
     >>> bool((X0[1:] == X[1:]).all() and (X1 == X0).all())
     True
     """
+    if isinstance(estimator, Pipeline):
+        raise TypeError(
+            "canary_neighbours builds the canary in the space the model is "
+            "trained in; for a Pipeline pass its final step and the rows "
+            "transformed by its prefix: canary_neighbours(pipe[-1], "
+            "pipe[:-1].transform(X), y)."
+        )
     guarantee = getattr(estimator, "guarantee_", None)
     if guarantee is None or not guarantee.holds:
         raise ValueError(
@@ -212,7 +226,8 @@ def canary_neighbours(estimator, X, y):
     X_arr = check_array(X, dtype=np.float64, copy=True)
     y_arr = np.array(y, copy=True)
     check_consistent_length(X_arr, y_arr)
-    params = estimator.get_params(deep=False)
+    # the fit's parameters, with the groups onehot_groups="auto" found
+    params = fitted_params(estimator)
     groups = onehot_columns(params.get("onehot_groups"), columns, X_arr.shape[1])
     exempt = sorted({j for cols in groups.values() for j in cols})
     free = np.setdiff1d(np.arange(X_arr.shape[1]), exempt)
@@ -278,6 +293,33 @@ def _check_neighbours(X0, y0, X1, y1, relation):
             "Under add/remove the larger data set must be the smaller one with "
             "one row inserted (in order); X_neighbour, y_neighbour are not."
         )
+
+
+def _check_final(final):
+    """Raise unless a Pipeline's final step is a model EpsilonAudit can audit."""
+    if not is_sklearn_fil_estimator(final) or not hasattr(final, "fit"):
+        raise TypeError(
+            "EpsilonAudit audits a Pipeline whose final step is a sklearn-fil "
+            "estimator that reports a guarantee (e.g. "
+            "OutputPerturbedLogisticRegression with data_norm, DPSGDClassifier); "
+            f"the final step is {type(final).__name__}."
+        )
+
+
+def _check_guarantee(model, name, which):
+    """The holding ``guarantee_`` of a model fitted on ``which``, else an error."""
+    guarantee = getattr(model, "guarantee_", None)
+    if guarantee is None:
+        raise ValueError(
+            f"{name} reports no guarantee_ (fitted on {which}): there is no "
+            "epsilon to audit."
+        )
+    if not guarantee.holds:
+        raise ValueError(
+            f"{name} reports no epsilon to audit (fitted on {which}): "
+            f"{guarantee.reason}"
+        )
+    return guarantee
 
 
 def _fit_releases(estimator, data_sets, jobs, names, fit_params):
@@ -431,7 +473,9 @@ class EpsilonAudit(MetaEstimatorMixin, BaseEstimator):
         ``intercept_`` (:class:`~sklearn_fil.OutputPerturbedLogisticRegression`)
         or ``coefs_`` and ``intercepts_``
         (:class:`~sklearn_fil.DPSGDClassifier`). It is cloned for every
-        release.
+        release. Or a :class:`~sklearn.pipeline.Pipeline` whose prefix is
+        fitted and whose final step is such a sklearn-fil estimator: the
+        prefix is frozen and only the final step is audited (see Notes).
     n_releases : int, default=2000
         Releases per data set, at least 20: half choose the test, half
         measure it.
@@ -490,6 +534,20 @@ class EpsilonAudit(MetaEstimatorMixin, BaseEstimator):
 
     Notes
     -----
+    A :class:`~sklearn.pipeline.Pipeline` is audited with its prefix
+    *frozen*: the prefix is never refitted (nor cloned); ``X`` (and
+    ``X_neighbour``) go through its ``transform`` once, and the final step is
+    audited on the transformed rows, exactly as ``EpsilonAudit(pipe[-1])`` on
+    ``pipe[:-1].transform(X)`` (the canary is built in that space, and
+    ``fit_params`` go to the final step). The audited ε is the final step's
+    given a public prefix, the only case its guarantee covers: a prefix
+    fitted on the private data (a scaler's means, an encoder's categories)
+    is a release of its own, outside the guarantee and outside the audit;
+    fit the prefix on public data for the guarantee to cover the pipeline.
+    :func:`~sklearn.base.clone` refits nothing but unfits a Pipeline's
+    prefix, so a cloned audit needs its prefix steps wrapped in
+    :class:`~sklearn.frozen.FrozenEstimator`.
+
     The releases are held in memory, ``2 n_releases`` vectors of all the
     released weights. Like every result computed from the training data, the
     audit's are sensitive; a fixed ``random_state`` makes the releases
@@ -554,7 +612,7 @@ class EpsilonAudit(MetaEstimatorMixin, BaseEstimator):
         Parameters
         ----------
         X : {array-like, DataFrame} of shape (n_samples, n_features)
-            Training data.
+            Training data; for a Pipeline the raw rows its prefix transforms.
         y : array-like of shape (n_samples,)
             Targets.
         X_neighbour : {array-like, DataFrame} of shape (n_neighbour, \
@@ -567,7 +625,8 @@ n_features), default=None
             Its targets; given with ``X_neighbour`` and only with it.
         **fit_params : dict
             Passed to every fit, on both data sets (e.g. a public
-            ``sample_weight`` under replace-one).
+            ``sample_weight`` under replace-one); to the final step of a
+            Pipeline, by their plain names.
 
         Returns
         -------
@@ -577,11 +636,15 @@ n_features), default=None
         return fit_or_clear(self, self._fit, X, y, X_neighbour, y_neighbour, fit_params)
 
     def _fit(self, X, y, X_neighbour, y_neighbour, fit_params):
-        if "random_state" not in self.estimator.get_params(deep=False):
+        prefix, estimator = audited_parts(self.estimator, "EpsilonAudit", _check_final)
+        name = type(estimator).__name__
+        if "random_state" not in estimator.get_params(deep=False):
             raise TypeError(
-                f"{type(self.estimator).__name__} has no random_state parameter: "
+                f"{name} has no random_state parameter: "
                 "the audit draws the randomness of every release through it."
             )
+        # a Pipeline: the final step is audited on rows through the frozen prefix
+        X, X_neighbour = through_prefix(prefix, X), through_prefix(prefix, X_neighbour)
         X_arr = check_array(X, dtype=np.float64)
         y_arr = np.asarray(y)
         check_consistent_length(X_arr, y_arr)
@@ -603,13 +666,13 @@ n_features), default=None
 
         # Probes, in this process: the estimator's own errors and warnings,
         # the claim and the released attributes, before the releases.
-        probe = clone(self.estimator).set_params(random_state=seeds[0])
+        probe = clone(estimator).set_params(random_state=seeds[0])
         probe.fit(X, y, **fit_params)
-        guarantee = self._check_guarantee(probe, "X, y")
+        guarantee = _check_guarantee(probe, name, "X, y")
         names = weight_names(probe)
         if names is None:
             raise TypeError(
-                f"{type(self.estimator).__name__} exposes neither coef_ and "
+                f"{name} exposes neither coef_ and "
                 "intercept_ nor coefs_ and intercepts_ after fit: the audit "
                 "compares released weights."
             )
@@ -624,8 +687,10 @@ n_features), default=None
             (seeds[1], (X0, y0), "the first data set"),
             (seeds[2], (X1, y1), "the neighbouring data set"),
         ):
-            model = clone(self.estimator).set_params(random_state=seed)
-            claims.append(self._check_guarantee(model.fit(Xd, yd, **fit_params), which))
+            model = clone(estimator).set_params(random_state=seed)
+            claims.append(
+                _check_guarantee(model.fit(Xd, yd, **fit_params), name, which)
+            )
         if any(c.neighboring_relation != relation for c in claims):
             raise ValueError(
                 "The estimator states different neighbouring relations on the "
@@ -637,7 +702,7 @@ n_features), default=None
         chunks = [c for c in np.array_split(np.arange(len(jobs)), n_tasks) if c.size]
         results = Parallel(n_jobs=self.n_jobs, return_as="generator")(
             delayed(_fit_releases)(
-                self.estimator,
+                estimator,
                 ((X0, y0), (X1, y1)),
                 [jobs[i] for i in chunk],
                 names,
@@ -650,25 +715,10 @@ n_features), default=None
         self.guarantee_ = guarantee
         self.epsilon_claimed_ = float(max(c.epsilon for c in claims))
         self.delta_ = float(max(c.delta for c in claims))
-        self._estimate(W[:n], W[n:], relation)
+        self._estimate(W[:n], W[n:], relation, name)
         return self
 
-    def _check_guarantee(self, model, which):
-        guarantee = getattr(model, "guarantee_", None)
-        name = type(self.estimator).__name__
-        if guarantee is None:
-            raise ValueError(
-                f"{name} reports no guarantee_ (fitted on {which}): there is no "
-                "epsilon to audit."
-            )
-        if not guarantee.holds:
-            raise ValueError(
-                f"{name} reports no epsilon to audit (fitted on {which}): "
-                f"{guarantee.reason}"
-            )
-        return guarantee
-
-    def _estimate(self, W0, W1, relation):
+    def _estimate(self, W0, W1, relation, name):
         """The test on the first halves, its bound on the second."""
         n = self.n_releases
         half = n // 2
@@ -716,7 +766,7 @@ n_features), default=None
                 "confidence": [float(self.confidence)],
                 "consistent": [self.consistent_],
             },
-            index=pd.Index([type(self.estimator).__name__], name="estimator"),
+            index=pd.Index([name], name="estimator"),
         )
 
     def __sklearn_tags__(self):

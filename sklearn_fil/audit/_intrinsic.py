@@ -21,17 +21,25 @@ import pandas as pd
 from joblib import Parallel, delayed
 from scipy import stats
 from scipy.spatial.distance import pdist
-from sklearn.base import BaseEstimator, MetaEstimatorMixin, clone, is_classifier
+from sklearn.base import (
+    BaseEstimator,
+    MetaEstimatorMixin,
+    clone,
+    is_classifier,
+    is_regressor,
+)
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import HasMethods
 from sklearn.utils.validation import (
     check_array,
     check_consistent_length,
+    check_X_y,
     has_fit_parameter,
     validate_data,
 )
 
 from sklearn_fil.audit import _diagnostics
+from sklearn_fil.audit._pipeline import audited_parts, through_prefix
 from sklearn_fil.audit._sensitivity import sgd_sensitivity_bound
 from sklearn_fil.exceptions import CalibrationRangeWarning
 from sklearn_fil.utils._fitted import fit_or_clear
@@ -99,6 +107,24 @@ def _fit_one(estimator, X, y, replaced, seed, init, hook, names, attack):
             per_example_loss(model, kind, X_out, y_out),
         )
     return flatten_weights(model, names), losses
+
+
+def _check_final(final):
+    """Raise unless a Pipeline's final step is a model trained with a seed.
+
+    The audit varies the seed of a classifier's or regressor's SGD: a
+    transformer, or anything without a ``random_state``, is refused before
+    any work.
+    """
+    if not (is_classifier(final) or is_regressor(final)) or (
+        "random_state" not in final.get_params(deep=False)
+    ):
+        raise TypeError(
+            "IntrinsicPrivacyAudit audits a Pipeline whose final step is a "
+            "classifier or regressor trained by SGD with a random_state (e.g. "
+            "sklearn_fil.neural.DPSGDClassifier, SGDClassifier); the final step "
+            f"is {type(final).__name__}."
+        )
 
 
 def _progress(results, total, verbose):
@@ -181,7 +207,10 @@ class IntrinsicPrivacyAudit(MetaEstimatorMixin, BaseEstimator):
         weights are ``coef_`` and ``intercept_`` (scikit-learn's
         ``SGDClassifier``, ``SGDRegressor``) or ``coefs_`` and ``intercepts_``
         (:class:`~sklearn_fil.neural.DPSGDClassifier`, usually with
-        ``noise_multiplier=0``). It is cloned for every model.
+        ``noise_multiplier=0``). It is cloned for every model. Or a
+        :class:`~sklearn.pipeline.Pipeline` whose prefix is fitted and whose
+        final step is such an estimator: the prefix is frozen and only the
+        final step is audited (see Notes).
     n_seeds : int, default=100
         Random seeds per data set.
     n_neighbours : int, default=20
@@ -280,7 +309,10 @@ class IntrinsicPrivacyAudit(MetaEstimatorMixin, BaseEstimator):
     n_models_ : int
         Models fitted, the grid and the other initialisation.
     n_features_in_ : int
-        Number of features.
+        Number of features of ``X`` (the raw columns, for a Pipeline).
+    feature_names_in_ : ndarray of shape (n_features_in_,)
+        Names of the columns of ``X``, when it is a DataFrame with string
+        column names.
 
     See Also
     --------
@@ -295,6 +327,17 @@ class IntrinsicPrivacyAudit(MetaEstimatorMixin, BaseEstimator):
     fit of every model is one task whatever the backend, with its seed and
     initialisation drawn beforehand, so ``n_jobs`` and the backend change
     the run time only.
+
+    A :class:`~sklearn.pipeline.Pipeline` is audited with its prefix
+    *frozen*: it is never refitted (nor cloned); ``X`` and ``X_holdout`` go
+    through its ``transform`` once and the final step is audited on the
+    transformed rows, exactly as ``IntrinsicPrivacyAudit(pipe[-1])`` on
+    ``pipe[:-1].transform(X)``. The seed and the one changed example then
+    move the final step only; a prefix fitted on the private data (a
+    scaler's means) depends on every example too, a dependence this audit
+    does not measure. :func:`~sklearn.base.clone` unfits a Pipeline's
+    prefix, so a cloned audit needs its prefix steps wrapped in
+    :class:`~sklearn.frozen.FrozenEstimator`.
 
     References
     ----------
@@ -360,13 +403,16 @@ class IntrinsicPrivacyAudit(MetaEstimatorMixin, BaseEstimator):
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
-            Training data; row 0 is the reference row.
+        X : {array-like, DataFrame} of shape (n_samples, n_features)
+            Training data; row 0 is the reference row. For a Pipeline the
+            raw rows its prefix transforms.
         y : array-like of shape (n_samples,)
             Targets.
-        X_holdout : array-like of shape (n_holdout, n_features), default=None
-            Examples outside every training set; with them the audit also
-            runs the membership attack with and without the seed.
+        X_holdout : {array-like, DataFrame} of shape (n_holdout, n_features), \
+default=None
+            Examples outside every training set (raw rows for a Pipeline);
+            with them the audit also runs the membership attack with and
+            without the seed.
         y_holdout : array-like of shape (n_holdout,), default=None
             Their targets.
 
@@ -378,20 +424,8 @@ class IntrinsicPrivacyAudit(MetaEstimatorMixin, BaseEstimator):
         return fit_or_clear(self, self._fit, X, y, X_holdout, y_holdout)
 
     def _fit(self, X, y, X_holdout, y_holdout):
-        if "random_state" not in self.estimator.get_params(deep=False):
-            raise TypeError(
-                f"{type(self.estimator).__name__} has no random_state parameter: "
-                "the audit varies the seed of SGD through it."
-            )
-        X, y = validate_data(self, X, y, dtype=np.float64, y_numeric=False)
+        estimator, X, y, holdout = self._validate(X, y, X_holdout, y_holdout)
         n = X.shape[0]
-        if n < self.n_neighbours + 2:
-            raise ValueError(
-                f"n_neighbours={self.n_neighbours} needs at least "
-                f"{self.n_neighbours + 2} rows (a reference row, the replaced rows "
-                f"and one more); X has {n}."
-            )
-        holdout = self._check_holdout(X_holdout, y_holdout, X.shape[1])
         rng = check_random_state(self.random_state)
         seeds = rng.randint(np.iinfo(np.int32).max - self.n_seeds) + np.arange(
             self.n_seeds
@@ -401,24 +435,9 @@ class IntrinsicPrivacyAudit(MetaEstimatorMixin, BaseEstimator):
 
         # One model first, in this process: the estimator's own errors, and a
         # missing coef_, surface before the grid starts.
-        probe = clone(self.estimator).set_params(random_state=int(seeds[0]))
+        probe = clone(estimator).set_params(random_state=int(seeds[0]))
         probe.fit(X[1:], y[1:])
-        names = weight_names(probe)
-        if names is None:
-            raise TypeError(
-                f"{type(self.estimator).__name__} exposes neither coef_ and "
-                "intercept_ nor coefs_ and intercepts_ after fit: the audit "
-                "compares weights."
-            )
-        hook = _WEIGHTS[names]
-        if not all(has_fit_parameter(self.estimator, h) for h in hook):
-            hook = None
-            if not self.vary_init:
-                raise ValueError(
-                    f"vary_init=False needs an estimator whose fit takes {names[0]} "
-                    f"initial values ({_WEIGHTS[names][0]}); "
-                    f"{type(self.estimator).__name__}.fit does not."
-                )
+        names, hook = self._weight_hook(estimator, probe)
         attack = None
         if holdout is not None:
             attack = self._attack_rows(probe, X, neighbours, holdout, rng)
@@ -441,7 +460,7 @@ class IntrinsicPrivacyAudit(MetaEstimatorMixin, BaseEstimator):
             other_inits = inits(not self.vary_init)
             tasks += [(None, s, w0) for s, w0 in zip(seeds, other_inits, strict=True)]
         results = Parallel(n_jobs=self.n_jobs, return_as="generator")(
-            delayed(_fit_one)(self.estimator, X, y, rep, s, w0, hook, names, attack)
+            delayed(_fit_one)(estimator, X, y, rep, s, w0, hook, names, attack)
             for rep, s, w0 in tasks
         )
         weights, losses = zip(
@@ -456,13 +475,67 @@ class IntrinsicPrivacyAudit(MetaEstimatorMixin, BaseEstimator):
         self.weights_ = W
         self.n_models_ = len(tasks)
         bound, reason = sgd_sensitivity_bound(
-            self.estimator, X, n - 1, np.unique(y).size if is_classifier(probe) else 0
+            estimator, X, n - 1, np.unique(y).size if is_classifier(probe) else 0
         )
         self.sensitivity_bound_, self.sensitivity_bound_reason_ = bound, reason
         self._estimate(W, other, n, rng)
         if attack is not None:
             self._membership(losses[:grid])
         return self
+
+    def _validate(self, X, y, X_holdout, y_holdout):
+        """``(model, X, y, holdout)``: every check before any model is fitted.
+
+        A Pipeline's prefix is frozen: ``X`` and ``X_holdout`` go through it
+        and its final step is the model (``n_features_in_`` and
+        ``feature_names_in_`` are those of the raw ``X``).
+        """
+        prefix, estimator = audited_parts(
+            self.estimator, "IntrinsicPrivacyAudit", _check_final
+        )
+        if "random_state" not in estimator.get_params(deep=False):
+            raise TypeError(
+                f"{type(estimator).__name__} has no random_state parameter: "
+                "the audit varies the seed of SGD through it."
+            )
+        if prefix is None:
+            X, y = validate_data(self, X, y, dtype=np.float64, y_numeric=False)
+        else:
+            validate_data(self, X, skip_check_array=True)  # the raw columns
+            X, y = check_X_y(through_prefix(prefix, X), y, dtype=np.float64)
+        n = X.shape[0]
+        if n < self.n_neighbours + 2:
+            raise ValueError(
+                f"n_neighbours={self.n_neighbours} needs at least "
+                f"{self.n_neighbours + 2} rows (a reference row, the replaced rows "
+                f"and one more); X has {n}."
+            )
+        X_holdout = through_prefix(prefix, X_holdout)
+        holdout = self._check_holdout(X_holdout, y_holdout, X.shape[1])
+        return estimator, X, y, holdout
+
+    def _weight_hook(self, estimator, probe):
+        """The fitted weights' names and the fit parameters that initialise them.
+
+        The hook is None when ``estimator.fit`` takes no initialisation.
+        """
+        names = weight_names(probe)
+        if names is None:
+            raise TypeError(
+                f"{type(estimator).__name__} exposes neither coef_ and "
+                "intercept_ nor coefs_ and intercepts_ after fit: the audit "
+                "compares weights."
+            )
+        hook = _WEIGHTS[names]
+        if not all(has_fit_parameter(estimator, h) for h in hook):
+            hook = None
+            if not self.vary_init:
+                raise ValueError(
+                    f"vary_init=False needs an estimator whose fit takes {names[0]} "
+                    f"initial values ({_WEIGHTS[names][0]}); "
+                    f"{type(estimator).__name__}.fit does not."
+                )
+        return names, hook
 
     def _check_holdout(self, X_holdout, y_holdout, n_features):
         if X_holdout is None and y_holdout is None:
