@@ -1,14 +1,25 @@
-"""Shared helpers of the Display objects: lazy matplotlib, input checks, bins."""
+"""Shared helpers of the Display objects: lazy matplotlib, input checks, bins.
+
+A display given a fitted :class:`~sklearn.pipeline.Pipeline` draws its final
+step (the private model, whose report it reads) and names the attributes by
+the Pipeline's original columns where the prefix says which transformed
+columns each one became (see :func:`_attribute_labels`).
+"""
 
 # Authors: The sklearn-fil developers
 # SPDX-License-Identifier: BSD-3-Clause
 
+import re
 import warnings
 from numbers import Integral
 
 import numpy as np
 import pandas as pd
 from sklearn.utils.validation import check_is_fitted
+
+from sklearn_fil.utils._onehot import onehot_columns
+from sklearn_fil.utils._pipeline import original_columns, split_pipeline
+from sklearn_fil.utils._release import fitted_params
 
 _INSTALL = "pip install sklearn-fil[plot]"
 
@@ -53,8 +64,14 @@ def _column_label(column):
     return _COLUMN_LABELS.get(column, str(column))
 
 
+def _final_estimator(estimator):
+    """The final step of a Pipeline (the model drawn), else ``estimator``."""
+    return split_pipeline(estimator)[1]
+
+
 def _fitted_report(estimator, caller):
-    """The ``privacy_report_`` of a fitted estimator, with clear errors."""
+    """The ``privacy_report_`` of a fitted estimator (or Pipeline's final step)."""
+    estimator = _final_estimator(estimator)
     check_is_fitted(estimator)
     report = getattr(estimator, "privacy_report_", None)
     if report is None:
@@ -64,6 +81,82 @@ def _fitted_report(estimator, caller):
             "report: the report is sensitive). Pass the fitted estimator."
         )
     return report
+
+
+def _one_to_one_columns(prefix):
+    """``{original column: (index, None)}`` of a prefix that keeps its columns.
+
+    A prefix whose output names are its input names (a scaler, an imputer
+    without indicators, fitted on a DataFrame) maps column ``j`` to ``j``.
+    """
+    names_in = getattr(prefix, "feature_names_in_", None)
+    try:
+        names_out = prefix.get_feature_names_out()
+    except (AttributeError, ValueError, TypeError):
+        return {}
+    if names_in is None or not np.array_equal(names_in, names_out):
+        return {}
+    return {str(name): (np.asarray([j]), None) for j, name in enumerate(names_in)}
+
+
+def _attribute_labels(estimator):
+    """``{attribute of the report: its name in original columns}`` of a Pipeline.
+
+    The final step reports one FIL per attribute it was trained on: a
+    transformed column (``x3``, or the prefix's output name) or a one-hot
+    group it measured as one attribute (``onehot_groups="auto"``). An
+    attribute whose columns are exactly those an original column became is
+    named after it (``race`` for the group of its levels, ``age`` for its
+    scaled column); a single level of a one-hot encoded column measured on
+    its own is ``column=level``. Empty for anything but a Pipeline, and
+    where the prefix does not say (see
+    :func:`~sklearn_fil.utils._pipeline.original_columns`).
+    """
+    prefix, final = split_pipeline(estimator)
+    if prefix is None or not prefix.steps or not hasattr(final, "n_features_in_"):
+        return {}
+    columns = original_columns(prefix) or _one_to_one_columns(prefix)
+    n_features = final.n_features_in_
+    names_in = getattr(final, "feature_names_in_", None)
+    names = [f"x{j}" for j in range(n_features)] if names_in is None else names_in
+    groups = fitted_params(final).get("onehot_groups")
+    groups = onehot_columns(groups, names_in, n_features) if groups else {}
+    by_columns = {tuple(sorted(idx.tolist())): col for col, (idx, _) in columns.items()}
+    levels = {
+        int(j): f"{col}={level}"
+        for col, (idx, values) in columns.items()
+        if values is not None
+        for j, level in zip(idx, values, strict=True)
+    }
+    labels = {}
+    for group, cols in groups.items():
+        if tuple(sorted(cols)) in by_columns:
+            labels[str(group)] = by_columns[tuple(sorted(cols))]
+    for j, name in enumerate(names):
+        if (j,) in by_columns:
+            labels[str(name)] = by_columns[(j,)]
+        elif j in levels:
+            labels[str(name)] = levels[j]
+    return labels
+
+
+def _attribute_column(report, column, labels):
+    """``(column of the report, label)`` for a column named either way.
+
+    ``column`` is a report column, e.g. ``"fil[x2|x3]"``, labelled with the
+    original name (``"fil[race]"``), or that original name, read from the
+    report column it labels. Other columns are returned as they are.
+    """
+    match = re.fullmatch(r"([^\[\]]+)\[(.+)\]", str(column))
+    if not labels or match is None:
+        return column, column
+    stem, attribute = match.groups()
+    if column in report.columns:
+        return column, f"{stem}[{labels.get(attribute, attribute)}]"
+    inverse = {label: name for name, label in labels.items()}
+    if attribute in inverse:
+        return f"{stem}[{inverse[attribute]}]", column
+    return column, column
 
 
 def _check_frame(frame, name, caller):
@@ -201,23 +294,38 @@ def _bin_edges(values, bins, log_scale):
 def _histograms(ax, values, groups, bins, log_scale, name, kwargs):
     """Overlaid histograms of ``values`` by group on shared bin edges.
 
-    Returns ``(edges, bars)`` with ``bars`` a dict from group (``"all"``
-    without groups) to the matplotlib ``BarContainer``.
+    Grouped histograms are densities (``density=True``: each integrates to 1
+    over the bins) so that a small group shows beside a large one, and the
+    legend gives each group's number of examples drawn; a ``density`` in
+    ``kwargs`` overrides. A single histogram counts examples by default.
+
+    Returns ``(edges, bars, density)`` with ``bars`` a dict from group
+    (``"all"`` without groups) to the matplotlib ``BarContainer``, and
+    ``density`` whether the heights are densities.
     """
     mask = _shown(values, log_scale, name)
     edges = _bin_edges(values[mask], bins, log_scale)
     keys = _group_keys(groups)
     hist_kwargs = {"alpha": 0.6 if len(keys) > 1 else 1.0, **kwargs}
+    density = bool(hist_kwargs.pop("density", groups is not None))
     label = hist_kwargs.pop("label", None)
     bars = {}
     for key in keys:
         rows = mask if groups is None else mask & (groups == key)
+        n_rows = int(rows.sum())
         if groups is not None:
-            label = str(key)
-        _, _, container = ax.hist(values[rows], bins=edges, label=label, **hist_kwargs)
+            label = f"{key} (n={n_rows})"
+        _, _, container = ax.hist(
+            values[rows],
+            bins=edges,
+            label=label,
+            # an empty group has no density: its bars stay at zero
+            density=density and n_rows > 0,
+            **hist_kwargs,
+        )
         bars[key] = container
     if log_scale:
         ax.set_xscale("log")
     if groups is not None:
         ax.legend()
-    return edges, bars
+    return edges, bars, density

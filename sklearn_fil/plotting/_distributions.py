@@ -6,11 +6,14 @@
 import numpy as np
 
 from sklearn_fil.plotting._base import (
+    _attribute_column,
+    _attribute_labels,
     _axes,
     _check_groups,
     _check_positive_scalar,
     _check_values,
     _column_label,
+    _final_estimator,
     _fitted_report,
     _group_keys,
     _histograms,
@@ -36,7 +39,9 @@ class FILHistogramDisplay:
     unevenly: a few examples leak far more than the rest (Hannun et al.,
     2021, Figure 2). This display draws the histogram of one column of a
     privacy report (``fil`` by default), one overlaid histogram per group on
-    shared bin edges.
+    shared bin edges. Grouped histograms are densities (each integrates to 1)
+    so that a small group shows beside a large one; the legend gives each
+    group's number of examples.
 
     Create it with :meth:`from_estimator` or :meth:`from_report`; the
     constructor takes the values directly. Non-finite values (and
@@ -110,7 +115,8 @@ class FILHistogramDisplay:
         show_mean : bool, default=False
             Draw a dashed vertical line at each group's mean.
         **kwargs : dict
-            Passed to ``matplotlib.axes.Axes.hist``.
+            Passed to ``matplotlib.axes.Axes.hist``; ``density`` defaults to
+            True with groups, False without.
 
         Returns
         -------
@@ -120,7 +126,7 @@ class FILHistogramDisplay:
         values = _check_values(self.values, self.column)
         groups = _check_groups(self.groups, values.size)
         ax, figure = _axes(ax, f"{type(self).__name__}.plot")
-        self.bin_edges_, self.bars_ = _histograms(
+        self.bin_edges_, self.bars_, density = _histograms(
             ax, values, groups, bins, log_scale, repr(self.column), kwargs
         )
         self.mean_lines_ = None
@@ -134,7 +140,7 @@ class FILHistogramDisplay:
                     values[rows].mean(), linestyle="--", color=color
                 )
         ax.set_xlabel(_column_label(self.column))
-        ax.set_ylabel("density" if kwargs.get("density") else "examples")
+        ax.set_ylabel("density" if density else "examples")
         self.ax_, self.figure_ = ax, figure
         return self
 
@@ -155,11 +161,15 @@ class FILHistogramDisplay:
 
         Parameters
         ----------
-        estimator : estimator
-            Fitted estimator with a ``privacy_report_`` (not a released copy).
+        estimator : estimator or Pipeline
+            Fitted estimator with a ``privacy_report_`` (not a released
+            copy), or a fitted Pipeline whose final step is one.
         column : str, default="fil"
             Column of the report, e.g. ``"fil"``, ``"dfil"``, ``"mse_bound"``
-            or ``"fil[<feature>]"``.
+            or ``"fil[<feature>]"``. For a Pipeline an attribute may be named
+            by its original column (``"fil[race]"`` for the one-hot group an
+            encoder made of ``race``, measured as one attribute with
+            ``onehot_groups="auto"``), and the axis is labelled so.
         groups : array-like of shape (n_samples,), default=None
             Class or group of each training example, e.g. the training
             labels.
@@ -172,23 +182,22 @@ class FILHistogramDisplay:
         show_mean : bool, default=False
             Draw a dashed vertical line at each group's mean.
         **kwargs : dict
-            Passed to ``matplotlib.axes.Axes.hist``.
+            Passed to ``matplotlib.axes.Axes.hist``; ``density`` defaults to
+            True with groups, False without.
 
         Returns
         -------
         display : FILHistogramDisplay
             The drawn display.
         """
-        report = _fitted_report(estimator, f"{cls.__name__}.from_estimator")
-        return cls.from_report(
-            report,
-            column=column,
-            groups=groups,
-            ax=ax,
-            bins=bins,
-            log_scale=log_scale,
-            show_mean=show_mean,
-            **kwargs,
+        caller = f"{cls.__name__}.from_estimator"
+        report = _fitted_report(estimator, caller)
+        column, label = _attribute_column(report, column, _attribute_labels(estimator))
+        values = _report_column(report, column, caller)
+        _check_groups(groups, values.size)
+        display = cls(values=values, groups=groups, column=label)
+        return display.plot(
+            ax=ax, bins=bins, log_scale=log_scale, show_mean=show_mean, **kwargs
         )
 
     @classmethod
@@ -223,7 +232,8 @@ class FILHistogramDisplay:
         show_mean : bool, default=False
             Draw a dashed vertical line at each group's mean.
         **kwargs : dict
-            Passed to ``matplotlib.axes.Axes.hist``.
+            Passed to ``matplotlib.axes.Axes.hist``; ``density`` defaults to
+            True with groups, False without.
 
         Returns
         -------
@@ -336,14 +346,14 @@ class MSEBoundDisplay:
         label = "FIL bound (Guo et al. Thm 2)"
         rdp_label = None if rdp is None else f"RDP bound (Thm 1): {rdp:.3g}"
         if kind == "hist":
-            edges, bars = _histograms(
+            edges, bars, density = _histograms(
                 ax, bounds, None, bins, True, "mse_bound", {"label": label, **kwargs}
             )
             self.bin_edges_, self.bars_ = edges, bars["all"]
             if rdp is not None:
                 self.rdp_line_ = ax.axvline(rdp, color="C3", label=rdp_label)
             ax.set_xlabel("lower bound on the per-coordinate MSE")
-            ax.set_ylabel("examples")
+            ax.set_ylabel("density" if density else "examples")
         else:
             shown = np.sort(bounds[_shown(bounds, True, "'mse_bound'")])
             ranks = np.arange(1, shown.size + 1)
@@ -374,12 +384,14 @@ class MSEBoundDisplay:
 
         Parameters
         ----------
-        estimator : estimator
-            Fitted estimator with a ``privacy_report_``.
+        estimator : estimator or Pipeline
+            Fitted estimator with a ``privacy_report_``, or a fitted Pipeline
+            whose final step is one.
         diameter : float or array-like of shape (n_private,), default=None
-            Diameter of the data domain per private coordinate: the RDP
-            bound is then ``estimator.mse_bound_rdp(diameter)`` (an
-            output-perturbed logistic regression with ``data_norm``). Where
+            Diameter of the data domain per private coordinate (of the
+            final step's input, for a Pipeline): the RDP bound is then
+            ``estimator.mse_bound_rdp(diameter)`` (an output-perturbed
+            logistic regression with ``data_norm``). Where
             the estimator holds no RDP guarantee, that method warns with
             :class:`~sklearn_fil.exceptions.PrivacyLeakWarning` and no line
             is drawn.
@@ -402,6 +414,7 @@ class MSEBoundDisplay:
             The drawn display.
         """
         report = _fitted_report(estimator, f"{cls.__name__}.from_estimator")
+        estimator = _final_estimator(estimator)
         if diameter is not None:
             if rdp_bound is not None:
                 raise ValueError("Give diameter or rdp_bound, not both.")
@@ -472,8 +485,9 @@ class PerInstanceEpsilonDisplay:
     examples. The per-instance accounting of Yu et al. (2022) gives each
     example its own, from its gradient norms: most are far below the worst
     case (their Figure 1). This display draws their distribution per class,
-    as overlaid histograms or as box plots, with the worst-case epsilon as a
-    line.
+    as overlaid histograms (densities with groups, so that a small class
+    shows beside a large one; the legend gives each class's number of
+    examples) or as box plots, with the worst-case epsilon as a line.
 
     Create it with :meth:`from_estimator` or :meth:`from_report`.
     Non-finite values (no noise, no clipping) are left out, with a warning.
@@ -545,7 +559,8 @@ class PerInstanceEpsilonDisplay:
         bins : int, str or sequence of float, default=30
             Bins of the histograms (see :meth:`FILHistogramDisplay.plot`).
         **kwargs : dict
-            Passed to ``Axes.hist`` or ``Axes.boxplot``.
+            Passed to ``Axes.hist`` or ``Axes.boxplot``; for the histograms
+            ``density`` defaults to True with groups, False without.
 
         Returns
         -------
@@ -568,7 +583,7 @@ class PerInstanceEpsilonDisplay:
         self.groups_ = _group_keys(groups)
         label = None if global_epsilon is None else f"worst case: {global_epsilon:.3g}"
         if kind == "hist":
-            self.bin_edges_, self.bars_ = _histograms(
+            self.bin_edges_, self.bars_, density = _histograms(
                 ax, epsilon, groups, bins, False, "'epsilon'", kwargs
             )
             if global_epsilon is not None:
@@ -576,7 +591,7 @@ class PerInstanceEpsilonDisplay:
                     global_epsilon, color="k", linestyle="--", label=label
                 )
             ax.set_xlabel(_column_label("epsilon"))
-            ax.set_ylabel("examples")
+            ax.set_ylabel("density" if density else "examples")
         else:
             mask = _shown(epsilon, False, "'epsilon'")
             data = [
@@ -604,10 +619,11 @@ class PerInstanceEpsilonDisplay:
 
         Parameters
         ----------
-        estimator : DPSGDClassifier
+        estimator : DPSGDClassifier or Pipeline
             Fitted estimator whose ``privacy_report_`` has an ``epsilon``
-            column. Its ``epsilon_`` is drawn as the worst case; where it
-            holds no guarantee, ``epsilon_`` warns with
+            column, or a fitted Pipeline whose final step is one. Its
+            ``epsilon_`` is drawn as the worst case; where it holds no
+            guarantee, ``epsilon_`` warns with
             :class:`~sklearn_fil.exceptions.PrivacyLeakWarning` and no line
             is drawn.
         groups : array-like of shape (n_samples,), default=None
@@ -627,7 +643,7 @@ class PerInstanceEpsilonDisplay:
         report = _fitted_report(estimator, f"{cls.__name__}.from_estimator")
         _report_column(report, "epsilon", f"{cls.__name__}.from_estimator")
         # without a guarantee, epsilon_ is None and warns why
-        global_epsilon = getattr(estimator, "epsilon_", None)
+        global_epsilon = getattr(_final_estimator(estimator), "epsilon_", None)
         return cls.from_report(
             report,
             global_epsilon=global_epsilon,

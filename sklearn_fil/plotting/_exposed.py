@@ -211,10 +211,13 @@ class ExposedExamplesDisplay:
 
         Parameters
         ----------
-        estimator : estimator
-            Fitted estimator with a ``privacy_report_`` (not a released copy).
+        estimator : estimator or Pipeline
+            Fitted estimator with a ``privacy_report_`` (not a released
+            copy), or a fitted Pipeline whose final step is one.
         X : {array-like, DataFrame} of shape (n_samples, n_features)
-            The training data, in the order given to ``fit``.
+            The training data, in the order given to ``fit`` (for a Pipeline
+            the raw rows, which are shown: the images as they were, not as
+            the prefix transformed them).
         column : str, default="fil"
             Report column that ranks the examples, e.g. ``"fil"`` or
             ``"dfil"``.

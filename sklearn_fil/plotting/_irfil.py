@@ -6,7 +6,12 @@
 import numpy as np
 from sklearn.utils.validation import check_is_fitted
 
-from sklearn_fil.plotting._base import _axes, _check_frame, _check_values
+from sklearn_fil.plotting._base import (
+    _axes,
+    _check_frame,
+    _check_values,
+    _final_estimator,
+)
 
 
 class IRFILConvergenceDisplay:
@@ -138,12 +143,14 @@ class IRFILConvergenceDisplay:
 
         Parameters
         ----------
-        estimator : IRFILClassifier or IRFILRegressor
-            Fitted estimator with a ``fil_history_``.
+        estimator : IRFILClassifier, IRFILRegressor or Pipeline
+            Fitted estimator with a ``fil_history_``, or a fitted Pipeline
+            whose final step is one.
         ax : matplotlib Axes, default=None
             Axes to draw on; None creates a figure.
         name : str, default=None
-            Name for the legend; None: the estimator's class name.
+            Name for the legend; None: the estimator's class name (the final
+            step's, for a Pipeline).
         show_mean : bool, default=True
             Also draw the mean, dashed.
         log_scale : bool, default=True
@@ -156,6 +163,7 @@ class IRFILConvergenceDisplay:
         display : IRFILConvergenceDisplay
             The drawn display.
         """
+        estimator = _final_estimator(estimator)
         check_is_fitted(estimator)
         history = getattr(estimator, "fil_history_", None)
         if history is None:

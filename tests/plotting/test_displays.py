@@ -117,13 +117,19 @@ def test_fil_histogram_bars_are_the_histogram_of_each_class(plt, logistic, data)
     assert_allclose(display.bin_edges_, np.histogram_bin_edges(fil, bins=12))
     assert sorted(display.bars_) == [0, 1]
     for label in (0, 1):
-        expected, _ = np.histogram(fil[y == label], bins=display.bin_edges_)
-        assert_array_equal(_heights(display.bars_[label]), expected)
+        # grouped histograms are densities
+        expected, _ = np.histogram(
+            fil[y == label], bins=display.bin_edges_, density=True
+        )
+        assert_allclose(_heights(display.bars_[label]), expected, rtol=1e-12)
         assert_allclose(
             display.mean_lines_[label].get_xdata()[0], fil[y == label].mean()
         )
     assert display.figure_ is display.ax_.figure
-    assert [t.get_text() for t in display.ax_.get_legend().get_texts()] == ["0", "1"]
+    assert [t.get_text() for t in display.ax_.get_legend().get_texts()] == [
+        f"{label} (n={np.sum(y == label)})" for label in (0, 1)
+    ]
+    assert display.ax_.get_ylabel() == "density"
 
 
 def test_fil_histogram_log_bins_cover_every_value(plt, logistic):
@@ -433,8 +439,10 @@ def test_per_instance_epsilon_by_class(plt, data):
     display = PerInstanceEpsilonDisplay.from_estimator(clf, groups=y, bins=5)
     assert display.global_line_.get_xdata()[0] == clf.epsilon_
     for label in (0, 1):
-        expected, _ = np.histogram(eps[y == label], bins=display.bin_edges_)
-        assert_array_equal(_heights(display.bars_[label]), expected)
+        expected, _ = np.histogram(
+            eps[y == label], bins=display.bin_edges_, density=True
+        )
+        assert_allclose(_heights(display.bars_[label]), expected, rtol=1e-12)
 
     box = PerInstanceEpsilonDisplay.from_report(
         clf.privacy_report_, global_epsilon=clf.epsilon_, groups=y, kind="box"
