@@ -20,11 +20,16 @@ from contextlib import contextmanager
 from functools import lru_cache
 from numbers import Integral
 
-import numba
 import numpy as np
 from scipy.optimize import brentq
 from scipy.special import gammaln, logsumexp, ndtr, ndtri
 
+from sklearn_fil.accounting._dpsgd_histogram import (
+    MAX_STEPS,
+    READ_BLOCK,
+    LevelHistograms,
+    check_norms,
+)
 from sklearn_fil.accounting._events import (
     dpsgd_event,
     gaussian_noise_multiplier,
@@ -236,66 +241,6 @@ def _check_dpsgd_params(noise_multiplier, sample_rate, sensitivity):
 
 
 _INDICES_MSG = "indices must be a 1-D array of distinct example indices in [0, {})."
-
-
-@numba.njit(cache=True, nogil=True)
-def _move_levels(
-    indices,
-    norms,
-    level,
-    since,
-    marks,
-    stamp,
-    n_steps,
-    precision,
-    sensitivity,
-    top,
-    moved,
-    old_level,
-    elapsed,
-):
-    """Move examples to the levels of their new norms.
-
-    Checks everything first and changes nothing on bad input: returns -1 for
-    an index out of range or repeated, -2 for a norm that is not finite and
-    >= 0. Otherwise updates ``level`` and ``since`` and returns the number
-    ``m`` of examples that changed level; ``moved[:m]``, ``old_level[:m]``
-    and ``elapsed[:m]`` then hold them, their previous level and the steps
-    they spent there, for the caller to account. The level is the same
-    rounding up as :func:`_ceil_multiple`, capped at ``top``.
-    """
-    n = level.shape[0]
-    for t in range(indices.shape[0]):
-        i = indices[t]
-        if i < 0 or i >= n or marks[i] == stamp:
-            return -1
-        marks[i] = stamp
-        x = norms[t]
-        if not (x >= 0.0 and x < np.inf):
-            return -2
-    m = 0
-    for t in range(indices.shape[0]):
-        i = indices[t]
-        x = min(norms[t], sensitivity)
-        k = np.ceil(x / precision)
-        if k >= 1.0 and (k - 1.0) * precision >= x:
-            k -= 1.0
-        if k * precision < x:
-            k += 1.0
-        new = min(int(k), top)
-        if new != level[i]:
-            moved[m] = i
-            old_level[m] = level[i]
-            elapsed[m] = n_steps - since[i]
-            level[i] = new
-            since[i] = n_steps
-            m += 1
-    return m
-
-
-# Levels per order up to which an accountant keeps per-level step counts (an
-# n x levels array) rather than RDP totals (n x orders).
-_COUNTS_FACTOR = 4
 
 
 def _check_orders(orders):
@@ -930,11 +875,16 @@ class PerInstanceAccountant:
     The RDP vector of each rounded level is computed once and cached. Each example
     keeps its current level and the step it reached it; when its norm changes level,
     the steps spent at the old one are added at once, so a step costs O(examples
-    whose norms are given). While the number of levels ``ceil(sensitivity /
-    precision) + 1`` is at most four times the number of orders, the additions are
-    counts per level (no RDP computed during training; the RDP is formed on demand
-    as counts times cached vectors); otherwise they add RDP vectors to an
-    ``(n_samples, n_orders)`` array.
+    whose norms are given). What is added is a count of steps at a level, kept
+    sparsely: each example's RDP is ``sum_k c_k rdp(level_k)``, so its counts per
+    level are a sufficient statistic, and an example visits only the levels of
+    the norms it is given. The counts are exact integers in ``(level, count)``
+    slots, eight per example and then blocks of eight from a shared pool, about
+    50 bytes per example plus 44 per block (at most ``ceil(sensitivity /
+    precision) + 1`` slots per example). No RDP is computed during training: it is
+    formed on demand, counts times cached vectors, and :meth:`epsilon` converts it a
+    block of examples at a time, so that it needs no ``(n_samples, n_orders)``
+    array (:attr:`rdp` builds one).
 
     The result is a guarantee for an example only if the norms given bound its
     actual clipped gradient norm at every step. Yu et al. (2022) use the latest
@@ -980,23 +930,10 @@ class PerInstanceAccountant:
         self.noise_multiplier, self.sample_rate, self.sensitivity = params
         self.precision = _check_scalar(precision, "precision", low=0.0)
         self._orders = _check_orders(orders)
-        # Levels k = 0..n_levels-1 stand for the norms min(k precision, sensitivity).
+        # Levels k = 0..top stand for the norms min(k precision, sensitivity).
         self._top = int(_ceil_multiple(self.sensitivity, self.precision))
         self._cache = {}
-        n_orders = self._orders.size
-        if self._top + 1 <= _COUNTS_FACTOR * n_orders:
-            self._counts = np.zeros((self.n_samples, self._top + 1), dtype=np.float64)
-            self._rdp = None
-        else:
-            self._counts = None
-            self._rdp = np.zeros((self.n_samples, n_orders), dtype=np.float64)
-        # Each example's current level and the step it began at: steps at an
-        # unchanged level are added in one go when it changes (or when read), so
-        # a step that updates a few examples costs O(few), not O(n).
-        self._level = np.full(self.n_samples, self._top, dtype=np.int64)
-        self._since = np.zeros(self.n_samples, dtype=np.int64)
-        self._marks = np.zeros(self.n_samples, dtype=np.int64)  # duplicate check
-        self._stamp = 0
+        self._hist = LevelHistograms(self.n_samples, self._top)
         self._n_steps = 0
 
     @property
@@ -1012,29 +949,15 @@ class PerInstanceAccountant:
     @property
     def rdp(self):
         """Accumulated RDP, ndarray of shape (n_samples, n_orders)."""
-        pending = (self._n_steps - self._since).astype(np.float64)
-        if self._counts is None:
-            present, inverse = np.unique(self._level, return_inverse=True)
-            table = self._level_rdp(present)[inverse.reshape(-1)]
-            with np.errstate(invalid="ignore"):  # 0 pending steps at an inf level
-                extra = np.where(pending[:, None] > 0, pending[:, None] * table, 0.0)
-            return self._rdp + extra
-        # counts times a table over all levels (zero rows for levels never
-        # reached), plus the steps pending at each example's current level
-        used = np.flatnonzero(self._counts.any(axis=0))
-        present = np.union1d(used, np.unique(self._level[pending > 0]))
+        return self._hist.rdp_rows(0, self.n_samples, self._n_steps, self._table())
+
+    def _table(self):
+        """RDP of every level reached so far (zero rows for the others)."""
         table = np.zeros((self._top + 1, self._orders.size))
+        present = self._hist.levels_in_use(self._n_steps)
         if present.size:
             table[present] = self._level_rdp(present)
-        infinite = np.isinf(table)
-        finite = np.where(infinite, 0.0, table)
-        rdp = self._counts @ finite
-        rdp += pending[:, None] * finite[self._level]
-        if np.any(infinite):
-            reached = (self._counts > 0) @ infinite
-            reached |= (pending > 0)[:, None] & infinite[self._level]
-            rdp[reached] = np.inf
-        return rdp
+        return table
 
     def _level_rdp(self, levels):
         """RDP vectors of the given level indices, shape (len(levels), n_orders)."""
@@ -1080,6 +1003,8 @@ class PerInstanceAccountant:
         self : PerInstanceAccountant
             The accountant, with one more step accounted.
         """
+        if self._n_steps >= MAX_STEPS:
+            raise ValueError(f"PerInstanceAccountant counts at most {MAX_STEPS} steps.")
         if norms is not None:
             self.set_norms(norms, indices)
         self._n_steps += 1
@@ -1106,54 +1031,32 @@ class PerInstanceAccountant:
             raise ValueError(
                 f"norms must be an array of real numbers, got norms={norms!r}."
             ) from exc
-        if indices is None:
-            indices = np.arange(self.n_samples)  # distinct by construction
+        all_rows = indices is None
+        if all_rows:
+            shape = (self.n_samples,)
+            indices = np.empty(0, dtype=np.int64)
         else:
             indices = np.asarray(indices)
             if indices.ndim != 1 or not np.issubdtype(indices.dtype, np.integer):
                 raise ValueError(_INDICES_MSG.format(self.n_samples))
-        if norms.shape != indices.shape:
-            raise ValueError(
-                f"norms must have shape {indices.shape}, got shape {norms.shape}."
-            )
-        # one numba pass checks the input and moves the examples' levels
-        self._stamp += 1
-        indices = np.ascontiguousarray(indices, dtype=np.int64)
-        moved = np.empty_like(indices)
-        old = np.empty_like(indices)
-        elapsed = np.empty(indices.size)
-        m = _move_levels(
-            indices,
-            np.ascontiguousarray(norms),
-            self._level,
-            self._since,
-            self._marks,
-            self._stamp,
-            self._n_steps,
-            self.precision,
-            self.sensitivity,
-            self._top,
-            moved,
-            old,
-            elapsed,
-        )
-        if m == -1:
+            shape = indices.shape
+            indices = np.ascontiguousarray(indices, dtype=np.int64)
+        if norms.shape != shape:
+            raise ValueError(f"norms must have shape {shape}, got shape {norms.shape}.")
+        norms = np.ascontiguousarray(norms)
+        # one numba pass checks the input before anything changes
+        hist = self._hist
+        status = check_norms(indices, all_rows, norms, hist.marks, hist.next_stamp())
+        if status == -1:
             raise ValueError(_INDICES_MSG.format(self.n_samples))
-        if m == -2:
+        if status == -2:
             bad = norms[~np.isfinite(norms) | (norms < 0)]
             raise ValueError(
                 f"norms must be finite and >= 0, got a norm equal to {float(bad[0])!r}."
             )
-        idx, old, elapsed = moved[:m], old[:m], elapsed[:m]
-        if self._counts is not None:
-            self._counts[idx, old] += elapsed  # idx holds distinct examples
-        elif m:
-            present, inverse = np.unique(old, return_inverse=True)
-            table = self._level_rdp(present)[inverse.reshape(-1)]
-            with np.errstate(invalid="ignore"):  # 0 steps at an infinite level
-                self._rdp[idx] += np.where(
-                    elapsed[:, None] > 0, elapsed[:, None] * table, 0.0
-                )
+        hist.move(
+            indices, all_rows, norms, self._n_steps, self.precision, self.sensitivity
+        )
         return self
 
     def epsilon(self, delta):
@@ -1172,7 +1075,24 @@ class PerInstanceAccountant:
             example whose norms were all 0, and ``inf`` where the RDP is infinite.
         """
         delta = _check_scalar(delta, "delta", low=0.0, high=1.0)
-        return _rdp_to_epsilon_rows(self._orders, self.rdp, delta)
+        table = self._table()
+        out = np.empty(self.n_samples)
+        for start in range(0, self.n_samples, READ_BLOCK):
+            stop = min(start + READ_BLOCK, self.n_samples)
+            rdp = self._hist.rdp_rows(start, stop, self._n_steps, table)
+            out[start:stop] = _rdp_to_epsilon_rows(self._orders, rdp, delta)
+        return out
+
+    def memory_bytes(self):
+        """Bytes held for the examples' norm levels and step counts.
+
+        Returns
+        -------
+        nbytes : int
+            Size of the arrays of the sparse histograms (the cached RDP
+            vectors of the levels, a few kilobytes, excluded).
+        """
+        return self._hist.nbytes()
 
 
 # --------------------------------------------------------------------------------------

@@ -562,8 +562,9 @@ class NormAccountant:
 
     The norms (in units of ``C``, on the device) are set by a full pass and
     updated whenever an example is sampled. The per-instance accountant runs
-    on the host: each step's ``(indices, norms)`` wait here and are replayed
-    in order once per epoch (:meth:`end_epoch`).
+    on the host: NumPy steps are accounted as they come; on another
+    namespace each step's ``(indices, norms)`` wait here and are replayed in
+    order once per epoch (:meth:`end_epoch`), one transfer per epoch.
 
     Parameters
     ----------
@@ -590,8 +591,19 @@ class NormAccountant:
         rows.set(self.norms, new_norms)
 
     def step(self, indices, new_norms):
-        """Queue one step's batch and its norms (None for an empty batch)."""
-        if self.accountant is not None:
+        """Account one step's batch and its norms (None for an empty batch).
+
+        NumPy norms go to the accountant at once; other namespaces queue
+        them for :meth:`end_epoch`, so that no step waits for a transfer.
+        """
+        if self.accountant is None:
+            return
+        if self.xp is np:
+            if new_norms is None:
+                self.accountant.step(np.empty(0), indices=indices)
+            else:
+                self.accountant.step(new_norms, indices=indices)
+        else:
             self.pending.append((indices, new_norms))
 
     def end_epoch(self):

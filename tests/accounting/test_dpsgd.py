@@ -394,22 +394,124 @@ def test_per_instance_rdp_without_subsampling_closed_form():
         assert_allclose(acc.rdp, expected, rtol=1e-12, atol=0)
 
 
-def test_per_instance_storage_paths_agree():
-    """Few levels (counts per level) and many levels (RDP sums) give the same RDP."""
-    rng = np.random.default_rng(2)
-    orders = np.array(DEFAULT_RDP_ORDERS[::15], dtype=float)  # 11 orders
-    few = PerInstanceAccountant(
-        5, noise_multiplier=0.9, sample_rate=0.05, precision=0.25, orders=orders
-    )  # 5 levels <= 11 orders
-    many = PerInstanceAccountant(
-        5, noise_multiplier=0.9, sample_rate=0.05, precision=0.25, orders=orders[:3]
-    )  # 5 levels > 3 orders
-    for _ in range(30):
-        norms = rng.uniform(0, 1.2, size=5)
-        few.step(norms)
-        many.step(norms)
-    assert_allclose(many.rdp, few.rdp[:, :3], rtol=1e-12)
-    assert np.all(few.epsilon(1e-5) > 0)
+def _norm_stream(rng, n, steps, refresh_every, rate, top_norm):
+    """Steps of (norms, indices): full refreshes, sparse updates, empty steps."""
+    for t in range(steps):
+        if t % refresh_every == 0:
+            yield "set", rng.uniform(0.0, top_norm, n), None
+        idx = np.flatnonzero(rng.random(n) < rate)
+        rng.shuffle(idx)
+        norms = rng.uniform(0.0, top_norm, idx.size) * (rng.random(idx.size) < 0.9)
+        yield "step", norms, idx
+        if t % 5 == 0:
+            yield "step", None, None  # a step at the last norms
+
+
+@pytest.mark.parametrize(
+    "precision, sensitivity, orders",
+    [
+        (0.01, 1.0, None),  # the estimator's hard clipping: uint8 levels
+        (0.01, GELU_SENSITIVITY, np.arange(2.0, 64.0)),  # GELU clipping
+        (0.001, 1.0, np.array([2.0, 8.0, 32.0])),  # uint16 levels (old RDP rows)
+        (0.25, 1.0, np.arange(2.0, 12.0)),  # few levels
+    ],
+)
+def test_per_instance_sparse_storage_equals_the_old_dense_storage(
+    precision, sensitivity, orders
+):
+    """The sparse histograms give the RDP and epsilon of the old dense arrays.
+
+    The reference is the accountant as it was (``(n, levels)`` float64 step
+    counts or ``(n, orders)`` RDP sums), kept verbatim in
+    ``tests/accounting/_per_instance_reference.py``. Many level changes per
+    example fill the eight inline slots and several pool blocks, and make the
+    pool grow.
+    """
+    from tests.accounting._per_instance_reference import (
+        ReferencePerInstanceAccountant,
+    )
+
+    rng = np.random.default_rng(3)
+    n = 300
+    params = dict(
+        noise_multiplier=0.9,
+        sample_rate=0.03,
+        sensitivity=sensitivity,
+        precision=precision,
+        orders=orders,
+    )
+    new = PerInstanceAccountant(n, **params)
+    old = ReferencePerInstanceAccountant(n, **params)
+    for t, (kind, norms, idx) in enumerate(
+        _norm_stream(rng, n, 400, 97, 0.1, 1.3 * sensitivity)
+    ):
+        for acc in (new, old):
+            if kind == "set":
+                acc.set_norms(norms)
+            else:
+                acc.step(norms, indices=idx)
+        if t in (3, 250):  # mid-run reads change nothing
+            assert_allclose(new.epsilon(1e-5), old.epsilon(1e-5), rtol=1e-12)
+    if precision < 0.1:
+        assert new._hist.used > 64  # the pool grew beyond its first 64 blocks
+    assert new.n_steps == old.n_steps
+    assert_allclose(new.rdp, old.rdp, rtol=1e-12)
+    for delta in (1e-5, 1e-9):
+        assert_allclose(new.epsilon(delta), old.epsilon(delta), rtol=1e-12)
+
+
+def test_per_instance_many_levels_equal_composed_rdp_accountant():
+    """An example through 40 levels: dp-accounting's RDP of the composed steps.
+
+    Independent of the package's RDP code: each level's steps are composed as
+    Poisson-subsampled Gaussian events in ``RdpAccountant`` (at the same
+    orders), which also converts to epsilon.
+    """
+    orders = [2.0, 3.0, 5.0, 8.0, 16.0, 32.0, 64.0, 256.0]
+    q, sigma, precision = 0.05, 1.2, 0.02
+    acc = PerInstanceAccountant(
+        2, noise_multiplier=sigma, sample_rate=q, precision=precision, orders=orders
+    )
+    reference = RdpAccountant(orders=orders)
+    levels = np.random.default_rng(0).permutation(np.arange(1, 51))[:40]
+    for k, level in enumerate(levels):
+        steps = 3 + k % 4
+        # a norm just above the level below rounds up to this level
+        norm = (level - 1) * precision + 0.3 * precision
+        for _ in range(steps):
+            acc.step([norm, 0.0])
+        reference.compose(
+            PoissonSampledDpEvent(q, GaussianDpEvent(sigma / (level * precision))),
+            steps,
+        )
+    got = acc.epsilon(1e-6)
+    assert got[1] == 0.0
+    assert_allclose(got[0], reference.get_epsilon(1e-6), rtol=1e-10)
+
+
+def test_per_instance_memory_is_a_few_bytes_per_example():
+    """About 50 bytes per example at 10 visits each, and no n x orders array."""
+    import tracemalloc
+
+    rng = np.random.default_rng(0)
+    n, q = 200_000, 0.01
+    orders = np.array([a for a in DEFAULT_RDP_ORDERS if float(a).is_integer()])
+    acc = PerInstanceAccountant(n, noise_multiplier=1.0, sample_rate=q, orders=orders)
+    acc.set_norms(rng.uniform(0.0, 1.0, n))
+    for _ in range(1000):  # ten epochs: each example sampled about ten times
+        idx = np.flatnonzero(rng.random(n) < q)
+        acc.step(rng.uniform(0.3, 0.4, idx.size), indices=idx)
+    per_example = acc.memory_bytes() / n
+    assert per_example < 80, per_example
+    tracemalloc.start()
+    try:
+        eps = acc.epsilon(1e-5)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    # the output (8 bytes per example) and blocks of rows, not n x 66 float64
+    assert peak < 8 * n + 40e6, peak
+    assert np.all((eps > 0) & np.isfinite(eps))
 
 
 def test_per_instance_rounds_up():
