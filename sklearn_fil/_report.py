@@ -60,6 +60,8 @@ to its variance; 1 is again what the training mean scores on average.
 # Authors: The sklearn-fil developers
 # SPDX-License-Identifier: BSD-3-Clause
 
+from collections.abc import Mapping
+
 import numpy as np
 import pandas as pd
 import scipy.sparse as sp
@@ -267,10 +269,10 @@ def attribute_variances(X, y, attributes, sample_weight=None):
     return np.maximum(variance, 0.0)
 
 
-def _check_scale_inputs(fil, variance, sizes, caller):
+def _check_scale_inputs(shape, variance, sizes, caller):
     variance = np.asarray(variance, dtype=np.float64)
     sizes = np.asarray(sizes)
-    n_attributes = fil.shape[-1]
+    n_attributes = shape[-1]
     for name, values in (("variance", variance), ("sizes", sizes)):
         if values.shape != (n_attributes,):
             raise ValueError(
@@ -297,8 +299,9 @@ def relative_mse_bound(attribute_fil, variance, sizes, *, group_fil="spectral"):
 
     Parameters
     ----------
-    attribute_fil : ndarray of shape (n_samples, n_attributes)
-        Per-example FIL of each attribute (``sigma`` included).
+    attribute_fil : ndarray of shape (n_samples, n_attributes) or dict
+        Per-example FIL of each attribute (``sigma`` included), or a dict of
+        its columns in attribute order.
     variance : ndarray of shape (n_attributes,)
         From :func:`attribute_variances`.
     sizes : ndarray of shape (n_attributes,)
@@ -313,19 +316,31 @@ def relative_mse_bound(attribute_fil, variance, sizes, *, group_fil="spectral"):
         ``inf`` for an example of zero FIL, ``nan`` when no attribute varies.
     """
     caller = "relative_mse_bound"
-    attribute_fil = np.asarray(attribute_fil, dtype=np.float64)
-    if attribute_fil.ndim != 2:
-        raise ValueError(f"{caller}: attribute_fil must be 2-D.")
-    variance, sizes = _check_scale_inputs(attribute_fil, variance, sizes, caller)
+    if isinstance(attribute_fil, Mapping):  # {name: column}, as DP-SGD keeps it
+        columns = [np.asarray(v, dtype=np.float64) for v in attribute_fil.values()]
+        n = columns[0].shape[0] if columns else 0
+        if any(column.shape != (n,) for column in columns):
+            raise ValueError(f"{caller}: the columns must be 1-D of one length.")
+        shape = (n, len(columns))
+    else:
+        attribute_fil = np.asarray(attribute_fil, dtype=np.float64)
+        if attribute_fil.ndim != 2:
+            raise ValueError(f"{caller}: attribute_fil must be 2-D.")
+        shape = attribute_fil.shape
+    variance, sizes = _check_scale_inputs(shape, variance, sizes, caller)
     if group_fil not in ("spectral", "trace"):
         raise ValueError(f"{caller}: group_fil must be 'spectral' or 'trace'.")
     weight = variance / sizes if group_fil == "trace" else variance.copy()
     k = float(sizes[variance > 0].sum())
-    n = attribute_fil.shape[0]
-    trace = np.empty(n)
-    for rows in gen_batches(n, _ROWS_PER_CHUNK):  # no n x n_attributes temporary
-        block = attribute_fil[rows]
-        np.dot(block * block, weight, out=trace[rows])
+    n = shape[0]
+    trace = np.zeros(n)
+    if isinstance(attribute_fil, Mapping):
+        for column, c in zip(columns, weight, strict=True):
+            trace += c * column**2
+    else:
+        for rows in gen_batches(n, _ROWS_PER_CHUNK):  # no n x n_attributes temporary
+            block = attribute_fil[rows]
+            np.dot(block * block, weight, out=trace[rows])
     if k == 0:
         return np.full(n, np.nan)
     with np.errstate(divide="ignore"):
@@ -359,7 +374,7 @@ def attribute_fil_sd(attribute_fil, variance, sizes):
     if attribute_fil.ndim != 1:
         raise ValueError("attribute_fil_sd: attribute_fil must be 1-D.")
     variance, sizes = _check_scale_inputs(
-        attribute_fil, variance, sizes, "attribute_fil_sd"
+        attribute_fil.shape, variance, sizes, "attribute_fil_sd"
     )
     with np.errstate(invalid="ignore"):
         sd = np.where(variance > 0, np.sqrt(variance / sizes), np.nan)

@@ -148,6 +148,25 @@ def test_bounds_reject_bad_input():
         attribute_fil_sd(fil, [1.0, 1.0], [1, 1])
 
 
+def test_bound_from_a_dict_of_columns_equals_the_block():
+    rng = np.random.default_rng(6)
+    block = rng.random((50, 4))
+    variance, sizes = rng.random(4), np.array([1, 2, 1, 1])
+    columns = {f"a{j}": block[:, j] for j in range(4)}
+    for group_fil in ("spectral", "trace"):
+        np.testing.assert_allclose(
+            relative_mse_bound(columns, variance, sizes, group_fil=group_fil),
+            relative_mse_bound(block, variance, sizes, group_fil=group_fil),
+            rtol=1e-14,
+        )
+    # and both against the formula written out
+    expected = 5 / (block**2 @ (variance / [1, 2, 1, 1]))
+    got = relative_mse_bound(columns, variance, sizes, group_fil="trace")
+    np.testing.assert_allclose(got, expected, rtol=1e-14)
+    with pytest.raises(ValueError, match="one length"):
+        relative_mse_bound({"a": np.ones(3), "b": np.ones(4)}, [1, 1], [1, 1])
+
+
 def test_zero_variance_is_left_out():
     fil = np.array([[1.0, 2.0], [0.5, 0.0]])
     got = relative_mse_bound(fil, [4.0, 0.0], [1, 1])
