@@ -37,6 +37,10 @@ the minimiser ``w^`` refined by one Newton step from the given weights (so a
 fit stopped at a looser tolerance does not shift ``Delta_i``), and evaluates
 ``psi'(m + delta) - psi'(m)`` without cancellation, so ``Delta_i`` keeps its
 relative accuracy however small it is: ``tol`` (default ``1e-10``) relative.
+
+Sparse X. A CSR ``X`` is never densified: its products give dense blocks of
+rows (``block x p``) or of problems (``n x b``), and the rows of the problems
+themselves are subtracted from their gradients on the stored values.
 """
 
 # Authors: The sklearn-fil developers
@@ -46,6 +50,7 @@ import warnings
 from dataclasses import dataclass
 
 import numpy as np
+from scipy import sparse
 from scipy.special import expit
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import gen_batches
@@ -59,6 +64,7 @@ from sklearn_fil._glm import (
     weighted_gram,
 )
 from sklearn_fil._losses import LOSSES
+from sklearn_fil.utils import _sparse
 
 # Bytes of one block of H^-1 x~_i rows in the closed form (cache-sized).
 _CACHE_BYTES = 2 * 2**20
@@ -118,7 +124,7 @@ def leave_one_out(
 
     Parameters
     ----------
-    X : ndarray of shape (n_samples, n_features)
+    X : ndarray or CSR array of shape (n_samples, n_features)
         Rows as the model was fitted on them (after any clipping).
     y : ndarray of shape (n_samples,)
         Targets (0/1 for the logistic loss).
@@ -143,7 +149,7 @@ def leave_one_out(
     """
     n, d = X.shape
     p = d + fit_intercept
-    chunk = default_chunk(d)
+    chunk = default_chunk(d, _sparse.issparse(X))
     family = LOSSES[loss]
     reg = penalty(p, omega.sum(), lam, fit_intercept, penalize_intercept)
 
@@ -219,16 +225,25 @@ class _Problem:
             # -sign omega sigmoid(-|m|)
             self.scale = -sign * omega * self.E / self.onepE
             # rows -sign x~: one GEMM gives the exponent -sign * x~^T u
-            self.Xneg = -sign[:, None] * (
-                np.hstack([X, np.ones((X.shape[0], 1))]) if has_b else X
-            )
+            self.Xneg = _signed_rows(X, -sign, has_b)
 
     # -- rows of X~ and of X~ H^-1 ------------------------------------------------
 
     def rows(self, idx):
-        """``x~_i`` for ``i`` in ``idx``."""
+        """``x~_i`` for ``i`` in ``idx`` (dense ``X`` only)."""
         Xi = self.X[idx]
         return np.hstack([Xi, np.ones((len(idx), 1))]) if self.has_b else Xi
+
+    def _subtract_rows(self, G, coef, idx):
+        """``G[k] -= coef[k] x~_{idx[k]}`` in place, on the stored values if sparse."""
+        if not _sparse.issparse(self.X):
+            G -= coef[:, None] * self.rows(idx)
+            return
+        Xi = self.X[idx]
+        rows = _sparse.row_ids(Xi)
+        np.subtract.at(G, (rows, Xi.indices), coef[rows] * Xi.data)
+        if self.has_b:
+            G[:, -1] -= coef
 
     def solved_rows(self, idx):
         """``(H^-1 x~_i, 1 - kappa_i x~_i^T H^-1 x~_i)`` for ``i`` in ``idx``.
@@ -243,7 +258,7 @@ class _Problem:
         C = Xi @ H_inv[:d]
         if self.has_b:
             C += H_inv[d]
-        leverage = np.einsum("ij,ij->i", C[:, :d], Xi)
+        leverage = _rowwise_dot(Xi, C[:, :d])
         if self.has_b:
             leverage += C[:, d]
         den = 1.0 - self.kappa[idx] * leverage
@@ -294,7 +309,10 @@ class _Problem:
         bad = ~np.isfinite(out)
         rows, cols = np.nonzero(bad)
         X, d = self.X, self.X.shape[1]
-        delta = np.einsum("ij,ij->i", X[rows], U[cols, :d])
+        if _sparse.issparse(X):
+            delta = _sparse.rowwise_dot(X[rows], U[cols, :d])
+        else:
+            delta = np.einsum("ij,ij->i", X[rows], U[cols, :d])
         if self.has_b:
             delta += U[cols, d]
         m = self.m_hat[rows]
@@ -312,12 +330,15 @@ class _Problem:
         k = np.arange(len(idx))
         own = wdpsi[idx, k]  # omega_i dpsi_i
         G = np.empty_like(U)
-        # (b x n) @ (n x d): OpenBLAS is ten times slower on X.T @ wdpsi
-        G[:, :d] = wdpsi.T @ X
+        if _sparse.issparse(X):
+            G[:, :d] = (X.T @ wdpsi).T
+        else:
+            # (b x n) @ (n x d): OpenBLAS is ten times slower on X.T @ wdpsi
+            G[:, :d] = wdpsi.T @ X
         if self.has_b:
             G[:, d] = wdpsi.sum(axis=0)
         G += self.reg * U
-        G -= (self.omega[idx] * self.r_hat[idx] + own)[:, None] * self.rows(idx)
+        self._subtract_rows(G, self.omega[idx] * self.r_hat[idx] + own, idx)
         return G
 
     def iterate(self, idx, tol, max_iter):
@@ -363,7 +384,8 @@ class _Problem:
                 m = self.m_hat + X @ u[0, :d] + (u[0, d] if self.has_b else 0.0)
                 weights = self.omega * expit(m) * expit(-m)
                 weights[idx[k]] = 0.0
-                H = weighted_gram(X, weights, self.has_b, default_chunk(d))
+                chunk = default_chunk(d, _sparse.issparse(X))
+                H = weighted_gram(X, weights, self.has_b, chunk)
                 H[np.diag_indices(p)] += self.reg
                 try:
                     step = SPDFactor(H).solve(g[0])[None, :]
@@ -383,3 +405,19 @@ class _Problem:
             U[k] = u[0] if converged else np.nan
             n_iter = max(n_iter, it)
         return U, n_iter
+
+
+def _rowwise_dot(Xi, M):
+    """``sum_j Xi[k, j] M[k, j]`` for every row ``k``; ``Xi`` dense or CSR."""
+    if _sparse.issparse(Xi):
+        return _sparse.rowwise_dot(Xi, M)
+    return np.einsum("ij,ij->i", M, Xi)
+
+
+def _signed_rows(X, sign, has_b):
+    """``diag(sign) [X, 1]`` (``[X, 1]`` with an intercept); CSR stays CSR."""
+    if _sparse.issparse(X):
+        if has_b:
+            X = _sparse.as_csr(sparse.hstack([X, np.ones((X.shape[0], 1))]))
+        return _sparse.scale_rows(X, sign)
+    return sign[:, None] * (np.hstack([X, np.ones((X.shape[0], 1))]) if has_b else X)

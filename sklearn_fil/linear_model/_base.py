@@ -45,6 +45,7 @@ from sklearn_fil.utils._sklearn_compat import (
     _check_sample_weight,
     _fit_context,
 )
+from sklearn_fil.utils._sparse import as_csr, issparse
 
 # Private fitted state, cleared with the public attributes at each fit.
 # ``_weighted``: whether the fit used non-uniform example weights (part of the
@@ -154,10 +155,13 @@ class BaseReleasedGLM(GuaranteeMixin, BaseEstimator):
             self,
             X,
             y,
+            accept_sparse="csr",
             dtype=np.float64,
             ensure_min_samples=2,
             y_numeric=self._loss == "squared",
         )
+        if issparse(X):
+            X = as_csr(X)  # never densified: see sklearn_fil.utils._sparse
         y, classes = self._encode_y(y)
         omega = _check_sample_weight(
             sample_weight, X, dtype=np.float64, ensure_non_negative=True
@@ -311,6 +315,12 @@ class BaseReleasedGLM(GuaranteeMixin, BaseEstimator):
         eps = self.rdp_epsilon_
         return None if eps is None else mse_bound_rdp(eps, diameter)
 
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        # scipy sparse X (any format, taken as CSR) is fitted without a dense copy
+        tags.input_tags.sparse = True
+        return tags
+
     def release(self):
         """A copy holding only what may be published.
 
@@ -331,13 +341,13 @@ class BaseReleasedGLM(GuaranteeMixin, BaseEstimator):
 
     def _decision(self, X):
         check_is_fitted(self)
-        X = validate_data(self, X, dtype=np.float64, reset=False)
+        X = validate_data(self, X, accept_sparse="csr", dtype=np.float64, reset=False)
         return X @ self.coef_ + self.intercept_
 
 
 def _check_gram_finite(X, hint_data_norm):
     """Refuse entries whose squares overflow the Hessian's sums."""
-    largest = float(np.abs(X).max())
+    largest = float(abs(X).max())  # abs(): dense or sparse
     if not np.isfinite(largest * largest * X.shape[0] * X.shape[1]):
         raise ValueError(
             f"X has entries up to {largest:.3g} in magnitude: the sums of their "
@@ -361,7 +371,7 @@ class SquaredLossMixin(RegressorMixin):
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
             Samples.
 
         Returns
@@ -404,7 +414,7 @@ class LogisticLossMixin(ClassifierMixin):
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
             Samples.
 
         Returns
@@ -419,7 +429,7 @@ class LogisticLossMixin(ClassifierMixin):
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
             Samples.
 
         Returns
@@ -435,7 +445,7 @@ class LogisticLossMixin(ClassifierMixin):
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
             Samples.
 
         Returns

@@ -59,8 +59,10 @@ class _IRFIL(BaseReleasedGLM):
 
         Parameters
         ----------
-        X : {array-like, DataFrame} of shape (n_samples, n_features)
-            Training data, the private features.
+        X : {array-like, sparse matrix, DataFrame} of shape (n_samples, n_features)
+            Training data, the private features. Sparse input (any scipy
+            format, fitted as CSR, e.g. a OneHotEncoder's output) is never
+            densified and gives the dense fit's numbers to rounding.
         y : array-like of shape (n_samples,)
             Targets.
 

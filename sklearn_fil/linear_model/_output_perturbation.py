@@ -25,6 +25,7 @@ from sklearn_fil.linear_model._base import (
     SquaredLossMixin,
 )
 from sklearn_fil.linear_model._per_instance import per_instance_columns
+from sklearn_fil.utils import _sparse
 from sklearn_fil.utils._clipping import clip_rows, row_norms
 from sklearn_fil.utils._sklearn_compat import Interval, StrOptions
 
@@ -67,8 +68,10 @@ class _OutputPerturbed(BaseReleasedGLM):
 
         Parameters
         ----------
-        X : {array-like, DataFrame} of shape (n_samples, n_features)
-            Training data, the private features.
+        X : {array-like, sparse matrix, DataFrame} of shape (n_samples, n_features)
+            Training data, the private features. Sparse input (any scipy
+            format, fitted as CSR, e.g. a OneHotEncoder's output) is never
+            densified and gives the dense fit's numbers to rounding.
         y : array-like of shape (n_samples,)
             Targets.
         sample_weight : array-like of shape (n_samples,), default=None
@@ -502,11 +505,14 @@ class OutputPerturbedLogisticRegression(LogisticLossMixin, _OutputPerturbed):
                 f"columns: each of the {len(groups)} one-hot group(s) puts a 1 in "
                 f"every row, so data_norm must exceed sqrt({len(groups)})."
             )
-        clipped, self.n_clipped_ = clip_rows(X, self.data_norm, exempt=exempt)
+        sparse = _sparse.issparse(X)
+        clip = _sparse.clip_rows if sparse else clip_rows
+        clipped, self.n_clipped_ = clip(X, self.data_norm, exempt=exempt)
         n = X.shape[0]
         if self.n_clipped_ > n / 2:
             free = np.setdiff1d(np.arange(X.shape[1]), exempt)
-            median = float(np.median(row_norms(X[:, free])))
+            norms = (_sparse.row_norms if sparse else row_norms)(X[:, free])
+            median = float(np.median(norms))
             warnings.warn(
                 f"data_norm={self.data_norm:g} clipped {self.n_clipped_} of {n} "
                 f"rows (median norm {median:.3g}"
