@@ -577,6 +577,16 @@ class EpsilonAudit(MetaEstimatorMixin, BaseEstimator):
     >>> list(audit.audit_report_.columns[:5])
     ['epsilon_claimed', 'delta', 'neighboring_relation', 'epsilon_lower', \
 'epsilon_estimate']
+
+    A Pipeline's prefix, fitted once, is frozen; its final step is audited:
+
+    >>> from sklearn.pipeline import make_pipeline
+    >>> from sklearn.preprocessing import StandardScaler
+    >>> scaler = StandardScaler(with_std=False).fit(X)  # public, say
+    >>> pipe = make_pipeline(scaler, clf)
+    >>> audit = EpsilonAudit(pipe, n_releases=20, random_state=0).fit(X, y)
+    >>> audit.audit_report_.index.tolist()
+    ['OutputPerturbedLogisticRegression']
     """
 
     _parameter_constraints: ClassVar[dict] = {

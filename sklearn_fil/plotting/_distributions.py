@@ -93,6 +93,22 @@ class FILHistogramDisplay:
     >>> display = FILHistogramDisplay.from_estimator(clf, groups=y, bins=20)
     >>> sorted(display.bars_), display.bin_edges_.shape
     ([0, 1], (21,))
+    >>> display.ax_.get_ylabel()  # one density per class
+    'density'
+
+    A fitted Pipeline draws its final step's report, with the attributes
+    named by the original columns:
+
+    >>> import pandas as pd
+    >>> from sklearn.pipeline import make_pipeline
+    >>> from sklearn.preprocessing import StandardScaler
+    >>> frame = pd.DataFrame(X, columns=["age", "income", "height", "weight"])
+    >>> pipe = make_pipeline(
+    ...     StandardScaler(), OutputPerturbedLogisticRegression(random_state=0)
+    ... ).fit(frame, y)
+    >>> display = FILHistogramDisplay.from_estimator(pipe, column="fil[income]")
+    >>> display.ax_.get_xlabel()
+    'fil[income]'
     """
 
     def __init__(self, *, values, groups=None, column="fil"):

@@ -201,3 +201,18 @@ def test_a_small_group_beside_a_large_one_is_visible(plt):
     assert _heights(counts.bars_[0]).sum() == 500
     assert counts.ax_.get_ylabel() == "examples"
     assert _heights(FILHistogramDisplay.from_report(report).bars_["all"]).sum() == 505
+
+
+def test_names_when_the_prefix_outputs_a_dataframe(plt, compas_pipeline):
+    _, X, y = compas_pipeline
+    ct = compas_columns().set_params(onehot__sparse_output=False)
+    ct.set_output(transform="pandas")
+    pipe = Pipeline([("ct", ct), ("clf", _glm(onehot_groups="auto"))]).fit(X, y)
+    # the final step names its attributes after the prefix's output columns
+    report = pipe[-1].privacy_report_
+    assert "fil[onehot__race]" in report and "fil[scale__age]" in report
+    display = FILHistogramDisplay.from_estimator(pipe, column="fil[race]")
+    assert_array_equal(display.values, report["fil[onehot__race]"])
+    again = FILHistogramDisplay.from_estimator(pipe, column="fil[scale__age]")
+    assert_array_equal(again.values, report["fil[scale__age]"])
+    assert again.ax_.get_xlabel() == "fil[age]"
