@@ -22,8 +22,10 @@ from sklearn_fil.utils._pipeline import split_pipeline, transform_dense
 
 
 def is_sklearn_fil_estimator(estimator):
-    """Whether ``estimator`` is an instance of a class of this package."""
-    return type(estimator).__module__.split(".")[0] == "sklearn_fil"
+    """Whether the class of ``estimator``, or a base of it, is of this package."""
+    return any(
+        cls.__module__.split(".")[0] == "sklearn_fil" for cls in type(estimator).__mro__
+    )
 
 
 def audited_parts(estimator, caller, check_final):
