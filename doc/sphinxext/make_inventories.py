@@ -69,6 +69,12 @@ INVENTORIES = {
                 (name, "py:class", f"library/functions.html#{name}")
                 for name in ("bool", "float", "int", "str")
             ],
+            ("callable", "py:function", "library/functions.html#callable"),
+            (
+                "dataclasses.replace",
+                "py:function",
+                "library/dataclasses.html#dataclasses.replace",
+            ),
             *[
                 (name, "py:class", f"library/stdtypes.html#{name}")
                 for name in ("dict", "list", "tuple")
@@ -116,6 +122,12 @@ INVENTORIES = {
                 "py:class",
                 "reference/random/legacy.html#numpy.random.RandomState",
             ),
+            (
+                "numpy.random.SeedSequence",
+                "py:class",
+                "reference/random/bit_generators/generated/"
+                "numpy.random.SeedSequence.html#numpy.random.SeedSequence",
+            ),
             # Used by numpydoc's link for the type array_like.
             ("array_like", "std:term", "glossary.html#term-array_like"),
         ],
@@ -145,14 +157,17 @@ INVENTORIES = {
             *_generated(
                 "modules/generated/",
                 [
+                    "sklearn.compose.ColumnTransformer",
                     "sklearn.decomposition.PCA",
                     "sklearn.exceptions.ConvergenceWarning",
                     "sklearn.frozen.FrozenEstimator",
                     "sklearn.linear_model.SGDClassifier",
+                    "sklearn.metrics.RocCurveDisplay",
                     "sklearn.model_selection.GridSearchCV",
                     "sklearn.multioutput.MultiOutputRegressor",
                     "sklearn.neural_network.MLPClassifier",
                     "sklearn.pipeline.Pipeline",
+                    "sklearn.preprocessing.OneHotEncoder",
                     "sklearn.preprocessing.StandardScaler",
                     "sklearn.utils.Bunch",
                     "sklearn.utils.metadata_routing.MetadataRequest",
@@ -164,9 +179,18 @@ INVENTORIES = {
                     "sklearn.base.clone",
                     "sklearn.datasets.load_digits",
                     "sklearn.metrics.r2_score",
+                    "sklearn.metrics.roc_auc_score",
+                    "sklearn.metrics.roc_curve",
                     "sklearn.model_selection.train_test_split",
+                    "sklearn.utils.estimator_checks.check_estimator",
+                    "sklearn.utils.estimator_checks.parametrize_with_checks",
                 ],
                 role="function",
+            ),
+            (
+                "sklearn.metrics",
+                "py:module",
+                "api/sklearn.metrics.html#module-sklearn.metrics",
             ),
             # Labels that scikit-learn's own docstrings (inherited methods such
             # as score, set_output, get_metadata_routing) refer to.
