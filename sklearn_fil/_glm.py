@@ -19,6 +19,7 @@ from sklearn.utils import gen_batches
 
 from sklearn_fil._losses import LOSSES
 from sklearn_fil.utils._clipping import vector_norm
+from sklearn_fil.utils._dask import is_dask
 from sklearn_fil.utils._sparse import issparse, scale_rows
 
 # Smallest eigenvalue of the Jacobi-scaled (unit-diagonal) Hessian, relative
@@ -183,6 +184,11 @@ def fit_glm(
     strong convexity ``mu``, the returned weights are within ``gtol / mu`` of
     the exact minimiser, whatever ``tol``).
 
+    ``X`` may be a Dask array chunked by rows (``y`` and ``omega`` then NumPy
+    or Dask arrays): every pass over the rows is then a sum over its blocks,
+    added in a tree (:class:`DaskRowPasses`), and the iterates equal the
+    in-memory ones up to the order of those sums.
+
     Returns
     -------
     w : ndarray of shape (p,)
@@ -190,44 +196,36 @@ def fit_glm(
     n_iter : int
         Newton iterations (1 for the exact squared-loss solve).
     """
-    d = X.shape[1]
-    p = d + fit_intercept
-    chunk = default_chunk(d, issparse(X))
-    reg = penalty(p, omega.sum(), lam, fit_intercept, penalize_intercept)
+    passes = (DaskRowPasses if is_dask(X) else RowPasses)(
+        X, y, omega, loss, fit_intercept
+    )
+    p = passes.n_features + fit_intercept
+    reg = penalty(p, passes.n_eff, lam, fit_intercept, penalize_intercept)
 
-    def margin(w):
-        return X @ w[:d] + (w[d] if fit_intercept else 0.0)
-
-    def hessian(curvature):
-        H = weighted_gram(X, omega * curvature, fit_intercept, chunk)
+    def solve_newton(w):
+        """Gradient at ``w`` and the Newton step."""
+        H, g = passes.newton_system(w)
         H[np.diag_indices(p)] += reg
-        return SPDFactor(H)
+        g = g + reg * w
+        return g, SPDFactor(H).solve(g)
 
-    family = LOSSES[loss]
-    if loss == "squared":
-        return hessian(np.ones_like(omega)).solve(
-            augment_rmatvec(X, omega * y, fit_intercept)
-        ), 1
+    if loss == "squared":  # one exact step from zero
+        _, step = solve_newton(np.zeros(p))
+        return -step, 1
 
     def objective(w):
-        return float(omega @ family.value(margin(w), y)) + 0.5 * float(reg @ (w * w))
-
-    def gradient(w, r):
-        return augment_rmatvec(X, omega * r, fit_intercept) + reg * w
+        return passes.objective(w) + 0.5 * float(reg @ (w * w))
 
     w = np.zeros(p) if w0 is None else w0.copy()
     f = objective(w)
     for it in range(1, max_iter + 1):
-        r, c = family.derivatives(margin(w), y)
-        g = gradient(w, r)
-        step = hessian(c).solve(g)
+        g, step = solve_newton(w)
         if vector_norm(step) <= tol * (1.0 + vector_norm(w)):
             # inside the region of quadratic convergence: a last full step
             w_new = w - step
             if gtol is None:
                 return w_new, it
-            r_new, _ = family.derivatives(margin(w_new), y)
-            if vector_norm(gradient(w_new, r_new)) <= gtol:
+            if vector_norm(passes.gradient(w_new) + reg * w_new) <= gtol:
                 return w_new, it
             w, f = w_new, objective(w_new)  # not certified yet: go on
             continue
@@ -238,6 +236,86 @@ def fit_glm(
         f"max_iter={max_iter} iterations: the objective may have no minimiser "
         "(separable classes with lam=0). Set lam > 0 or raise max_iter."
     )
+
+
+class RowPasses:
+    """The sums over the rows that Newton's method needs, on arrays in memory.
+
+    ``objective(w) = sum_i omega_i l_i``, ``gradient(w) = X~^T omega r`` and
+    ``newton_system(w) = (X~^T diag(omega c) X~, X~^T omega r)``, without the
+    penalty.
+    """
+
+    def __init__(self, X, y, omega, loss, fit_intercept):
+        self.X, self.y, self.omega = X, y, omega
+        self.family = LOSSES[loss]
+        self.fit_intercept = fit_intercept
+        self.n_features = X.shape[1]
+        self.n_eff = float(omega.sum())
+        self.chunk = default_chunk(self.n_features, issparse(X))
+
+    def _margin(self, w):
+        d = self.n_features
+        return self.X @ w[:d] + (w[d] if self.fit_intercept else 0.0)
+
+    def objective(self, w):
+        return float(self.omega @ self.family.value(self._margin(w), self.y))
+
+    def gradient(self, w):
+        r, _ = self.family.derivatives(self._margin(w), self.y)
+        return augment_rmatvec(self.X, self.omega * r, self.fit_intercept)
+
+    def newton_system(self, w):
+        r, c = self.family.derivatives(self._margin(w), self.y)
+        H = weighted_gram(self.X, self.omega * c, self.fit_intercept, self.chunk)
+        return H, augment_rmatvec(self.X, self.omega * r, self.fit_intercept)
+
+
+class DaskRowPasses:
+    """:class:`RowPasses` of a row-chunked Dask array: each a tree of block sums."""
+
+    def __init__(self, X, y, omega, loss, fit_intercept):
+        from sklearn_fil.utils._dask import check_row_chunked, rows_like
+
+        self.X = check_row_chunked(X)
+        self.y = rows_like(y, self.X, "y")
+        self.omega = rows_like(omega, self.X, "sample_weight")
+        self.loss, self.fit_intercept = loss, fit_intercept
+        self.n_features = X.shape[1]
+        self.n_eff = float(self._sum("n_eff", None))
+
+    def _sum(self, method, w):
+        from sklearn_fil.utils._dask import tree_sum
+
+        return tree_sum(
+            _block_pass,
+            self.X,
+            (self.y, self.omega),
+            method,
+            w,
+            self.loss,
+            self.fit_intercept,
+        )
+
+    def objective(self, w):
+        return float(self._sum("objective", w))
+
+    def gradient(self, w):
+        return self._sum("gradient", w)
+
+    def newton_system(self, w):
+        system = self._sum("newton_system", w)
+        return system[:, :-1], system[:, -1]
+
+
+def _block_pass(X, y, omega, method, w, loss, fit_intercept):
+    """One :class:`RowPasses` sum on one block, as an array (sums add)."""
+    passes = RowPasses(X, y, omega, loss, fit_intercept)
+    if method == "n_eff":
+        return passes.n_eff
+    if method == "newton_system":
+        return np.column_stack(passes.newton_system(w))
+    return getattr(passes, method)(w)
 
 
 def _line_search(objective, w, f, g, step):

@@ -5,7 +5,7 @@
 
 import warnings
 from dataclasses import dataclass
-from functools import cached_property
+from functools import cached_property, partial
 
 import numpy as np
 from scipy import linalg
@@ -15,6 +15,7 @@ from sklearn_fil import _glm
 from sklearn_fil._losses import LOSSES
 from sklearn_fil.exceptions import NotAMinimiserWarning
 from sklearn_fil.fisher import _kernels as kernels
+from sklearn_fil.utils._dask import is_dask
 from sklearn_fil.utils._onehot import check_onehot_groups
 from sklearn_fil.utils._sparse import as_csr, issparse
 
@@ -34,7 +35,10 @@ class FisherInformationLoss:
     """Fisher information loss of an output-perturbed GLM.
 
     Every quantity already includes the factor ``1 / sigma`` of the release
-    ``w' = w* + N(0, sigma^2 I)``.
+    ``w' = w* + N(0, sigma^2 I)``. On a Dask ``X`` the per-example fields
+    (``fil``, ``dfil``, ``mse_bound``, ``attribute_fil``) are lazy Dask arrays
+    slicing one mapped array (compute or store them together: the pass over
+    the data then runs once); the other fields are computed.
 
     Attributes
     ----------
@@ -88,6 +92,34 @@ def _top_eig(M):
     )
 
 
+def _check_model(coef, n_features, intercept, loss, lam, sigma):
+    """The fitted weights and the scalar settings, checked; no data needed."""
+    if loss not in LOSSES:
+        raise ValueError(f"loss must be one of {sorted(LOSSES)}; got {loss!r}.")
+    coef = check_array(coef, dtype=np.float64, ensure_2d=False, input_name="coef")
+    if coef.shape != (n_features,):
+        raise ValueError(f"coef must have shape ({n_features},); got {coef.shape}.")
+    if intercept is not None:
+        intercept = float(intercept)
+        if not np.isfinite(intercept):
+            raise ValueError(f"intercept must be finite; got {intercept}.")
+    if not (np.isfinite(lam) and lam >= 0):
+        raise ValueError(f"lam must be a finite number >= 0; got {lam}.")
+    if not (np.isfinite(sigma) and sigma > 0):
+        raise ValueError(f"sigma must be a finite number > 0; got {sigma}.")
+    return coef, intercept
+
+
+def _check_chunk(chunk_size, n_features, sparse=False):
+    """Rows per chunk of the passes over the data."""
+    if chunk_size is None:
+        return _glm.default_chunk(n_features, sparse)
+    chunk = int(chunk_size)
+    if chunk < 1:
+        raise ValueError(f"chunk_size must be >= 1; got {chunk_size}.")
+    return chunk
+
+
 def _check_inputs(X, y, coef, intercept, loss, lam, sigma, sample_weight, groups):
     if loss not in LOSSES:
         raise ValueError(f"loss must be one of {sorted(LOSSES)}; got {loss!r}.")
@@ -101,17 +133,7 @@ def _check_inputs(X, y, coef, intercept, loss, lam, sigma, sample_weight, groups
         raise ValueError(f"y must be 1-dimensional; got shape {y.shape}.")
     check_consistent_length(X, y)
     LOSSES[loss].check_y(y)
-    coef = check_array(coef, dtype=np.float64, ensure_2d=False, input_name="coef")
-    if coef.shape != (X.shape[1],):
-        raise ValueError(f"coef must have shape ({X.shape[1]},); got {coef.shape}.")
-    if intercept is not None:
-        intercept = float(intercept)
-        if not np.isfinite(intercept):
-            raise ValueError(f"intercept must be finite; got {intercept}.")
-    if not (np.isfinite(lam) and lam >= 0):
-        raise ValueError(f"lam must be a finite number >= 0; got {lam}.")
-    if not (np.isfinite(sigma) and sigma > 0):
-        raise ValueError(f"sigma must be a finite number > 0; got {sigma}.")
+    coef, intercept = _check_model(coef, X.shape[1], intercept, loss, lam, sigma)
     if sample_weight is None:
         sample_weight = np.ones(X.shape[0])
     else:
@@ -161,9 +183,13 @@ def fisher_information_loss(
         format, taken as CSR) is never densified: the products work on its
         stored values, the per-example pass on dense chunks of rows. It
         gives the numbers of the dense array to rounding (``1e-10``
-        relative; the sums run in another order).
+        relative; the sums run in another order). A ``dask.array`` chunked
+        by rows only (``X.rechunk({1: -1})``) runs on Dask, for data larger
+        than memory: see Notes.
     y : array-like of shape (n_samples,)
-        Training labels; in {0, 1} for the logistic loss.
+        Training labels; in {0, 1} for the logistic loss. A NumPy or Dask
+        array when ``X`` is a Dask array (as ``sample_weight`` and
+        ``groups``); rechunked to the rows of ``X``.
     coef : array-like of shape (n_features,)
         The minimiser ``w*`` (without noise).
     intercept : float or None, default=None
@@ -218,6 +244,15 @@ def fisher_information_loss(
     No projection onto a Krylov subspace is used, so the result is exact for
     badly scaled features and ill-conditioned ``H``.
 
+    On a Dask array the same stages run on the blocks of rows (with the
+    scheduler in use, e.g. a ``distributed`` cluster): one pass computes every
+    sum over examples block by block and adds them in a tree, checking the
+    values as it goes (the errors above come from that pass, before any
+    result); the ``p x p`` algebra and the totals then run at once, and the
+    per-example pass is mapped lazily over the blocks (``chunk_size`` rows at
+    a time within each). The numbers equal the NumPy path's up to the order
+    of the floating-point sums (``1e-12`` relative in the tests).
+
     References
     ----------
     Hannun, Guo & van der Maaten (2021), *Measuring data leakage in
@@ -238,17 +273,41 @@ def fisher_information_loss(
     ((50,), (50, 4), [(0,), (1,), (2,), 'label'])
     >>> bool(np.all(res.fil >= res.dfil))
     True
+
+    The same report of a Dask array, chunked by rows:
+
+    >>> import dask.array as da
+    >>> res_dask = fisher_information_loss(
+    ...     da.from_array(X, chunks=(20, 3)), y, coef, sigma=0.1
+    ... )
+    >>> type(res_dask.fil).__name__, round(res_dask.dataset_fil / res.dataset_fil, 9)
+    ('Array', 1.0)
+    >>> bool(np.allclose(res_dask.fil.compute(), res.fil, rtol=1e-12, atol=0))
+    True
     """
+    if is_dask(X):  # data larger than memory: sklearn_fil.fisher._dask
+        from sklearn_fil.fisher._dask import dask_fisher_information_loss
+
+        return dask_fisher_information_loss(
+            X,
+            y,
+            coef,
+            intercept,
+            loss=loss,
+            lam=lam,
+            sigma=sigma,
+            sample_weight=sample_weight,
+            penalize_intercept=penalize_intercept,
+            private_label=private_label,
+            onehot_groups=onehot_groups,
+            groups=groups,
+            chunk_size=chunk_size,
+        )
     X, y, coef, intercept, omega, groups = _check_inputs(
         X, y, coef, intercept, loss, lam, sigma, sample_weight, groups
     )
     onehot = check_onehot_groups(onehot_groups, X)
-    if chunk_size is None:
-        chunk = _glm.default_chunk(X.shape[1], issparse(X))
-    else:
-        chunk = int(chunk_size)
-        if chunk < 1:
-            raise ValueError(f"chunk_size must be >= 1; got {chunk_size}.")
+    chunk = _check_chunk(chunk_size, X.shape[1], issparse(X))
     problem = _Problem(
         X, y, coef, intercept, loss, lam, omega, penalize_intercept, chunk
     )
@@ -260,8 +319,10 @@ class _Problem:
     """A validated GLM at its minimiser, with the per-example derivatives.
 
     ``r`` and ``c`` are the residuals ``dl/dm`` and curvatures ``d2l/dm2`` at
-    the margins; ``reg`` is the diagonal of the penalty's Hessian. ``X`` is
-    a dense array or a canonical CSR array.
+    the margins. ``X`` is a dense array or a canonical CSR array. The stages
+    after :func:`_example_sums` read only the model (``coef``, ``intercept``,
+    ``loss``, ``lam``, ``penalize_intercept``), so the Dask path runs them on a
+    problem without data.
     """
 
     X: object
@@ -294,13 +355,6 @@ class _Problem:
     def omega2(self):
         return self.omega * self.omega
 
-    @cached_property
-    def reg(self):
-        p = self.w.size
-        return _glm.penalty(
-            p, self.omega.sum(), self.lam, self.has_b, self.penalize_intercept
-        )
-
     def rows(self, rows):
         """``X`` over ``rows`` (all of it, uncopied, for ``None``)."""
         return self.X if rows is None else self.X[rows]
@@ -316,13 +370,26 @@ class _Problem:
 
 def _fisher_information_loss(problem, sigma, private_label, onehot, groups):
     """:func:`fisher_information_loss` on validated input, stage by stage."""
-    H, H_inv = _hessian(problem)
     layout = _AttributeLayout.of(problem.X.shape[1], onehot, private_label)
-    fil, dfil, attribute_fil = _per_example_pass(problem, H_inv, layout, sigma)
-    with np.errstate(divide="ignore"):
-        mse_bound = 1.0 / dfil**2
+    same_gram = problem.loss == "squared" and bool(np.all(problem.omega == 1.0))
+    sums = _example_sums(problem, layout.private_label, groups, same_gram)
+    return _assemble(
+        problem, sums, layout, sigma, partial(_per_example_report, problem)
+    )
+
+
+def _assemble(problem, sums, layout, sigma, per_example):
+    """The result from the sums over examples and a per-example pass.
+
+    ``per_example(rotations)`` returns ``fil, dfil, mse_bound,
+    attribute_fil``: NumPy arrays here, lazy Dask arrays on the Dask path.
+    """
+    H_inv = _hessian(problem, sums)
+    fil, dfil, mse_bound, attribute_fil = per_example(
+        _Rotations.of(problem, H_inv, layout, sigma)
+    )
     total_attribute_fil, dataset_fil, group_fil = _totals(
-        problem, H, H_inv, layout, sigma, groups
+        problem, sums, H_inv, layout, sigma
     )
     return FisherInformationLoss(
         fil=fil,
@@ -337,20 +404,104 @@ def _fisher_information_loss(problem, sigma, private_label, onehot, groups):
     )
 
 
-def _hessian(problem):
-    """``H`` and ``H^-1`` at the minimiser; warns when ``coef`` is not one."""
+@dataclass
+class _Sums:
+    """The sums over examples that the Hessian and the totals need.
+
+    With ``X~ = [X, 1]``: ``hess = X~^T diag(omega c) X~``, ``grad = X~^T
+    omega r``, ``grad_scale`` the same sum of the terms' sizes, ``C2 = X~^T
+    diag(omega^2 c^2) X~`` (None: equal to ``hess``), ``C0 = X~^T diag(
+    omega^2) X~`` (None: not needed, or equal to ``C2``), ``s = X~^T omega^2 c
+    r``, ``rho2 = sum omega^2 r^2`` and ``n_eff = sum omega``; ``groups`` maps
+    each group label to its ``(C2, C0, s, rho2)``. Every field adds over
+    disjoint sets of rows, which is how the Dask path reduces them.
+    """
+
+    n_eff: float
+    hess: np.ndarray
+    grad: np.ndarray
+    grad_scale: np.ndarray
+    C2: np.ndarray | None
+    C0: np.ndarray | None
+    s: np.ndarray
+    rho2: float
+    groups: dict | None
+
+    def __add__(self, other):
+        add = lambda a, b: None if a is None else a + b  # noqa: E731
+        groups = None
+        if self.groups is not None:
+            groups = dict(self.groups)
+            for key, parts in other.groups.items():
+                mine = groups.get(key)
+                groups[key] = (
+                    parts
+                    if mine is None
+                    else tuple(add(a, b) for a, b in zip(mine, parts, strict=True))
+                )
+        return _Sums(
+            self.n_eff + other.n_eff,
+            self.hess + other.hess,
+            self.grad + other.grad,
+            self.grad_scale + other.grad_scale,
+            add(self.C2, other.C2),
+            add(self.C0, other.C0),
+            self.s + other.s,
+            self.rho2 + other.rho2,
+            groups,
+        )
+
+
+def _example_sums(problem, private_label, groups, same_gram):
+    """:class:`_Sums` over the rows of ``problem``; ``groups`` labels them.
+
+    ``same_gram``: the squared loss with unit weights, whose ``C2`` is
+    ``hess``.
+    """
     r, c = problem.derivatives
-    omega, reg, w = problem.omega, problem.reg, problem.w
-    H = problem.gram(omega * c)
-    H[np.diag_indices_from(H)] += reg
-    H_inv = _glm.SPDFactor(H).inverse()  # a singular H is an error
-    grad = problem.rmatvec(omega * r) + reg * w
+    omega, omega2 = problem.omega, problem.omega2
     # the size of the terms that cancel in the gradient at a minimiser
     r_scale = omega * LOSSES[problem.loss].residual_scale(problem.margin, problem.y)
     grad_scale = _abs_rmatvec(problem.X, r_scale)
     if problem.has_b:
         grad_scale = np.append(grad_scale, r_scale.sum())
-    grad_scale += np.abs(reg * w)
+    cc, cr = omega2 * c * c, omega2 * c * r
+    group_sums = None
+    if groups is not None:
+        group_sums = {}
+        for label_value in np.unique(groups):
+            idx = np.flatnonzero(groups == label_value)
+            key = label_value.item() if hasattr(label_value, "item") else label_value
+            group_sums[key] = (
+                problem.gram(cc[idx], idx),
+                problem.gram(omega2[idx], idx) if private_label else None,
+                problem.rmatvec(cr[idx], idx),
+                float(omega2[idx] @ (r[idx] ** 2)),
+            )
+    need_c0 = private_label and problem.loss != "squared"
+    return _Sums(
+        n_eff=float(omega.sum()),
+        hess=problem.gram(omega * c),
+        grad=problem.rmatvec(omega * r),
+        grad_scale=grad_scale,
+        C2=None if same_gram else problem.gram(cc),
+        C0=problem.gram(omega2) if need_c0 else None,
+        s=problem.rmatvec(cr),
+        rho2=float(omega2 @ (r * r)),
+        groups=group_sums,
+    )
+
+
+def _hessian(problem, sums):
+    """``H^-1`` at the minimiser; warns when ``coef`` is not one."""
+    w = problem.w
+    reg = _glm.penalty(
+        w.size, sums.n_eff, problem.lam, problem.has_b, problem.penalize_intercept
+    )
+    H = sums.hess + np.diag(reg)
+    H_inv = _glm.SPDFactor(H).inverse()  # a singular H is an error
+    grad = sums.grad + reg * w
+    grad_scale = sums.grad_scale + np.abs(reg * w)
     rel_grad = np.linalg.norm(grad) / max(
         np.linalg.norm(grad_scale), np.finfo(float).tiny
     )
@@ -358,9 +509,9 @@ def _hessian(problem):
         warnings.warn(
             _NOT_MINIMISER_MSG.format(rel_grad, _STATIONARITY_RTOL),
             NotAMinimiserWarning,
-            stacklevel=4,
+            stacklevel=5,
         )
-    return H, H_inv
+    return H_inv
 
 
 def _abs_rmatvec(X, v):
@@ -434,78 +585,121 @@ class _AttributeLayout:
         return Q
 
 
-def _per_example_pass(problem, H_inv, layout, sigma):
+@dataclass(frozen=True)
+class _Rotations:
+    """What every chunk of the per-example pass shares.
+
+    ``K = H^-1 Q H^-1 = (Q H^-1)^T (Q H^-1)`` from the SVD of ``Q H^-1``
+    (singular values in decreasing order): ``gamma`` its eigenvalues,
+    ``rot[:, :p] = Phi`` maps ``x~_i`` to ``U^T H^-1 x~_i`` and ``rot[:, p:]``
+    to ``H^-2 x~_i`` (the intercept's row is ``offset``).
+    """
+
+    rot: np.ndarray
+    offset: np.ndarray
+    gamma: np.ndarray
+    yv: np.ndarray
+    beta0: float
+    w_feat: np.ndarray
+    hdiag: np.ndarray
+    grp_data: tuple
+    layout: "_AttributeLayout"
+    inv_sigma: float
+
+    @classmethod
+    def of(cls, problem, H_inv, layout, sigma):
+        w, d = problem.w, problem.coef.size
+        p = w.size
+        H_inv2 = H_inv @ H_inv
+        Q = layout.projector(p)
+        v = Q @ w
+        _, sv, Vt = linalg.svd(Q @ H_inv)
+        Phi = H_inv @ Vt.T  # rows of X~ @ Phi are U^T H^-1 x_i
+        rot = np.hstack([Phi, H_inv2[:, :d]])
+        return cls(
+            rot=np.ascontiguousarray(rot[:d]),
+            offset=rot[d] if problem.has_b else np.zeros(p + d),
+            gamma=np.ascontiguousarray(sv**2),
+            yv=np.ascontiguousarray(Phi.T @ v),
+            beta0=float(v @ v),
+            w_feat=np.ascontiguousarray(w[:d]),
+            hdiag=np.ascontiguousarray(np.diag(H_inv2)[:d]),
+            grp_data=_group_rotations(layout.onehot, H_inv2, w),
+            layout=layout,
+            inv_sigma=1.0 / sigma,
+        )
+
+    def run(self, X, rows, Z, r, c, omega2, fil, dfil, attribute_fil):
+        """The chunk ``rows``: a GEMM (into ``Z`` when dense), then the kernel."""
+        p = self.gamma.size
+        Zc = _chunk_product(X, rows, self.rot, Z)
+        kernels.per_example_fil(
+            Zc[:, :p],
+            Zc[:, p:],
+            self.offset[:p],
+            self.offset[p:],
+            r,
+            c,
+            omega2,
+            self.gamma,
+            self.yv,
+            self.beta0,
+            float(self.gamma.sum()),
+            self.w_feat,
+            self.hdiag,
+            self.layout.feat_col,
+            *self.grp_data,
+            self.layout.grp_col,
+            self.layout.label_col,
+            self.inv_sigma,
+            1.0 / self.layout.n_private,
+            fil,
+            dfil,
+            attribute_fil,
+        )
+
+
+def _per_example_pass(problem, rotations):
     """Per-example and per-attribute FIL, chunk by chunk.
 
     Each chunk is one GEMM into a reused buffer (fresh pages would cost a
     page fault each) and one numba kernel, which adds the intercept row of
     the rotation itself.
     """
-    X, w, has_b = problem.X, problem.w, problem.has_b
+    X = problem.X
     r, c = problem.derivatives
-    n, d = X.shape
-    p = w.size
-    H_inv2 = H_inv @ H_inv
-    Q = layout.projector(p)
-    v = Q @ w
-    # K = H^-1 Q H^-1 = (Q H^-1)^T (Q H^-1): from the SVD of Q H^-1, whose
-    # singular values come out in decreasing order.
-    _, sv, Vt = linalg.svd(Q @ H_inv)
-    gamma = np.ascontiguousarray(sv**2)
-    Phi = H_inv @ Vt.T  # rows of X~ @ Phi are U^T H^-1 x_i
-    yv = np.ascontiguousarray(Phi.T @ v)
-    hdiag = np.ascontiguousarray(np.diag(H_inv2)[:d])
-    grp_data = _group_rotations(layout.onehot, H_inv2, w)
-    rot = np.hstack([Phi, H_inv2[:, :d]])
-    offset = rot[d] if has_b else np.zeros(p + d)
-    Z = None if issparse(X) else np.empty((min(problem.chunk, n), p + d))
+    n = X.shape[0]
+    Z = (
+        None
+        if issparse(X)
+        else np.empty((min(problem.chunk, n), rotations.rot.shape[1]))
+    )
     fil, dfil = np.empty(n), np.empty(n)
-    attribute_fil = np.empty((n, len(layout.attributes)))
-    w_feat = np.ascontiguousarray(w[:d])
+    attribute_fil = np.empty((n, len(rotations.layout.attributes)))
     omega2 = problem.omega2
     for sl in gen_batches(n, problem.chunk):
-        Zc = _chunk_product(X, sl, rot[:d], Z)
-        kernels.per_example_fil(
-            Zc[:, :p],
-            Zc[:, p:],
-            offset[:p],
-            offset[p:],
-            r[sl],
-            c[sl],
-            omega2[sl],
-            gamma,
-            yv,
-            float(v @ v),
-            float(gamma.sum()),
-            w_feat,
-            hdiag,
-            layout.feat_col,
-            *grp_data,
-            layout.grp_col,
-            layout.label_col,
-            1.0 / sigma,
-            1.0 / layout.n_private,
-            fil[sl],
-            dfil[sl],
-            attribute_fil[sl],
+        rotations.run(
+            X, sl, Z, r[sl], c[sl], omega2[sl], fil[sl], dfil[sl], attribute_fil[sl]
         )
-        del Zc  # a sparse chunk's product is fresh: free it before the next
     return fil, dfil, attribute_fil
 
 
-def _totals(problem, H, H_inv, layout, sigma, groups):
+def _per_example_report(problem, rotations):
+    """The per-example pass, with the MSE bound ``1 / dfil^2``."""
+    fil, dfil, attribute_fil = _per_example_pass(problem, rotations)
+    with np.errstate(divide="ignore"):
+        mse_bound = 1.0 / dfil**2
+    return fil, dfil, mse_bound, attribute_fil
+
+
+def _totals(problem, sums, H_inv, layout, sigma):
     """FIL of every attribute over all examples, of the data set, of groups."""
-    r, c = problem.derivatives
-    omega, omega2, reg, w = problem.omega, problem.omega2, problem.reg, problem.w
-    # Sums over examples: Grams of omega^2 c^2 and omega^2, s = X~^T omega^2 c r.
-    same_gram = problem.loss == "squared" and np.all(omega == 1.0)
-    C2 = H - np.diag(reg) if same_gram else problem.gram(omega2 * c * c)
+    w = problem.w
+    C2 = sums.hess if sums.C2 is None else sums.C2
     C0 = None
     if layout.private_label:
-        C0 = C2 if problem.loss == "squared" else problem.gram(omega2)
-    s = problem.rmatvec(omega2 * c * r)
-    rho2 = float(omega2 @ (r * r))
-    total = _attribute_totals(w, H_inv, C2, C0, s, rho2, layout.attributes)
+        C0 = C2 if problem.loss == "squared" else sums.C0
+    total = _attribute_totals(w, H_inv, C2, C0, sums.s, sums.rho2, layout.attributes)
     total_attribute_fil = np.sqrt(np.maximum(total, 0.0)) / sigma
 
     Q = layout.projector(w.size)
@@ -518,19 +712,10 @@ def _totals(problem, H, H_inv, layout, sigma, groups):
             A = A + C0_S
         return np.sqrt(_top_eig(H_inv @ A @ H_inv)) / sigma
 
-    dataset_fil = block_fil(C2, C0, s, rho2)
-    if groups is None:
+    dataset_fil = block_fil(C2, C0, sums.s, sums.rho2)
+    if sums.groups is None:
         return total_attribute_fil, dataset_fil, None
-    group_fil = {}
-    for label_value in np.unique(groups):
-        idx = np.flatnonzero(groups == label_value)
-        key = label_value.item() if hasattr(label_value, "item") else label_value
-        group_fil[key] = block_fil(
-            problem.gram((omega2 * c * c)[idx], idx),
-            problem.gram(omega2[idx], idx) if layout.private_label else None,
-            problem.rmatvec((omega2 * c * r)[idx], idx),
-            float(omega2[idx] @ (r[idx] ** 2)),
-        )
+    group_fil = {key: block_fil(*sums.groups[key]) for key in sorted(sums.groups)}
     return total_attribute_fil, dataset_fil, group_fil
 
 
