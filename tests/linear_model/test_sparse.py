@@ -19,6 +19,7 @@ import pytest
 from numpy.testing import assert_allclose, assert_array_equal
 from scipy import sparse
 from scipy.special import expit
+from sklearn.base import clone
 from sklearn.compose import ColumnTransformer
 from sklearn.pipeline import Pipeline
 from sklearn.preprocessing import OneHotEncoder, StandardScaler
@@ -88,18 +89,28 @@ CASES = [
 ]
 
 
-@pytest.mark.parametrize("weighted", [False, True], ids=["unweighted", "weighted"])
-@pytest.mark.parametrize("est, task", CASES, ids=lambda c: repr(c)[:60])
+# IRFIL sets its own weights: no sample_weight
+WEIGHTED_CASES = [
+    (est, task, weighted)
+    for est, task in CASES
+    for weighted in (False, True)
+    if not (weighted and isinstance(est, IRFILRegressor | IRFILClassifier))
+]
+
+
+@pytest.mark.parametrize(
+    "est, task, weighted",
+    WEIGHTED_CASES,
+    ids=[f"{est!r}"[:60] + ("-weighted" * w) for est, _, w in WEIGHTED_CASES],
+)
 def test_sparse_fit_matches_dense_fit(est, task, weighted):
-    if weighted and isinstance(est, IRFILRegressor | IRFILClassifier):
-        pytest.skip("IRFIL sets its own weights")
     X, y_reg, y_clf, weights = _data()
     y = y_reg if task == "reg" else y_clf
     fit_kw = {"sample_weight": weights} if weighted else {}
-    est = est.set_params(random_state=0)
-    dense = est.__class__(**est.get_params()).fit(X, y, **fit_kw)
+    est = clone(est).set_params(random_state=0)
+    dense = clone(est).fit(X, y, **fit_kw)
     for Xs in (sparse.csr_matrix(X), sparse.csc_array(X)):
-        fitted = est.__class__(**est.get_params()).fit(Xs, y, **fit_kw)
+        fitted = clone(est).fit(Xs, y, **fit_kw)
         _assert_same_fit(fitted, dense)
         assert_allclose(fitted.predict(Xs), dense.predict(X), rtol=RTOL)
     if getattr(est, "data_norm", None):
