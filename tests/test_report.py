@@ -336,3 +336,38 @@ def test_attribute_fil_sd_bounds_the_whole_column():
             J[:, i] = (_ridge(Xp, y, lam) - _ridge(Xm, y, lam)) / (2 * h)
         top = np.linalg.eigvalsh(J.T @ J / sigma**2)[-1]
         np.testing.assert_allclose(sd[j], np.sqrt(top * X[:, j].var()), rtol=1e-6)
+
+
+# -- the estimators' attribute_fil_sd_ --------------------------------------------
+
+
+def test_estimator_attribute_fil_sd():
+    X, y = _data(seed=7)
+    counts = np.random.default_rng(7).integers(1, 4, X.shape[0])
+    est = OutputPerturbedLinearRegression(sigma=0.1, lam=0.05)
+    fitted = est.fit(X, y, sample_weight=counts)
+    # a weight of c is c copies of the row: weighted std = std of the copies
+    rows = np.repeat(np.arange(X.shape[0]), counts)
+    sd = np.r_[X[rows].std(axis=0), y[rows].std()]
+    np.testing.assert_allclose(
+        fitted.attribute_fil_sd_.to_numpy(),
+        fitted.attribute_fil_.to_numpy() * sd,
+        rtol=1e-12,
+    )
+    assert fitted.attribute_fil_sd_.index.equals(fitted.attribute_fil_.index)
+    assert fitted.attribute_fil_sd_.name == "fil_sd"
+    # sparse rows give the same numbers
+    dense = OutputPerturbedLinearRegression(sigma=0.1, lam=0.05).fit(X, y)
+    sparse = OutputPerturbedLinearRegression(sigma=0.1, lam=0.05).fit(
+        sp.csr_matrix(X), y
+    )
+    np.testing.assert_allclose(
+        sparse.attribute_fil_sd_, dense.attribute_fil_sd_, rtol=1e-10
+    )
+    # the label's units do not change it (sigma scaled with y, as above)
+    c = 77.0
+    scaled = OutputPerturbedLinearRegression(sigma=0.1 * c, lam=0.05).fit(X, c * y)
+    np.testing.assert_allclose(
+        scaled.attribute_fil_sd_, dense.attribute_fil_sd_, rtol=1e-8
+    )
+    assert "attribute_fil_sd_" not in vars(dense.release())

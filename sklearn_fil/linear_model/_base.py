@@ -22,7 +22,13 @@ from sklearn.utils.multiclass import check_classification_targets, type_of_targe
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from sklearn_fil._glm import fit_glm
-from sklearn_fil._report import make_privacy_report, target_label
+from sklearn_fil._report import (
+    attribute_fil_sd,
+    attribute_sizes,
+    attribute_variances,
+    make_privacy_report,
+    target_label,
+)
 from sklearn_fil.accounting import Guarantee, gaussian_rdp, mse_bound_rdp
 from sklearn_fil.fisher import fisher_information_loss
 from sklearn_fil.report_io import privacy_report_metadata
@@ -188,6 +194,7 @@ class BaseReleasedGLM(GuaranteeMixin, BaseEstimator):
         check_onehot_groups(list(groups.values()), X, names=list(groups))
         X = self._preprocess(X, groups)
         _check_gram_finite(X, hint_data_norm=hasattr(self, "data_norm"))
+        fit_weight = omega  # the caller's weights (IRFIL's may change)
         w, omega, result = self._solve(X, y, omega, groups)
 
         attribute_names = self._attribute_names(result, groups, target_name)
@@ -199,6 +206,15 @@ class BaseReleasedGLM(GuaranteeMixin, BaseEstimator):
         )
         self.attribute_fil_ = pd.Series(
             result.total_attribute_fil, index=attribute_names, name="fil"
+        )
+        # in units of each attribute's std (weighted, of the rows as fitted)
+        variance = attribute_variances(X, y, result.attributes, fit_weight)
+        self.attribute_fil_sd_ = pd.Series(
+            attribute_fil_sd(
+                result.total_attribute_fil, variance, attribute_sizes(result.attributes)
+            ),
+            index=attribute_names,
+            name="fil_sd",
         )
         self.dataset_fil_ = result.dataset_fil
         self.guarantee_ = self._guarantee(omega, delta)
