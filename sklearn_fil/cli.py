@@ -972,7 +972,7 @@ def _summary(estimator, data, model, args, data_norm, sym):
     lines += _quality_lines(data["fit"], data, data_norm, sym)
     lines += _quantile_lines(report, sym)
     lines += _top_example_lines(report, min(args.top, report.shape[0]))
-    lines += _attribute_lines(estimator.attribute_fil_)
+    lines += _attribute_lines(estimator)
     lines += [
         "",
         f"Dataset FIL (all examples together): {_num(estimator.dataset_fil_)}",
@@ -1232,17 +1232,33 @@ def _top_example_lines(report, k):
     return lines + _table([*header, "top attribute (its fil)"], rows, "rrrrl")
 
 
-def _attribute_lines(attribute_fil):
-    """Lines of the table of the attributes with the largest FIL."""
-    attribute_fil = attribute_fil.sort_values(ascending=False)
-    shown = attribute_fil.head(_N_TOP_ATTRIBUTES)
+def _attribute_lines(estimator):
+    """Lines of the table of the attributes with the largest FIL.
+
+    Ranked in standard deviations (``attribute_fil_sd_``), so that attributes
+    in different units compare, beside the raw FIL.
+    """
+    table = pd.DataFrame(
+        {"fil": estimator.attribute_fil_, "fil_sd": estimator.attribute_fil_sd_}
+    ).sort_values("fil_sd", ascending=False, na_position="last")
+    shown = table.head(_N_TOP_ATTRIBUTES)
     lines = [
         "",
-        f"Attributes by FIL over all examples (top {len(shown)} of "
-        f"{len(attribute_fil)})",
+        *_wrapped(
+            f"Attributes by FIL over all examples (top {len(shown)} of "
+            f"{len(table)}), ranked by fil_sd, the FIL in units of the attribute's "
+            "standard deviation: 1/fil_sd^2 bounds the MSE/variance of any "
+            "unbiased reconstruction of the attribute, and guessing its mean "
+            "scores 1",
+            indent="  ",
+            first="",
+        ),
     ]
-    rows = [[str(name), _num(value)] for name, value in shown.items()]
-    return lines + _table(["attribute", "fil"], rows, "lr")
+    rows = [
+        [str(name), _num(row["fil"]), _num(row["fil_sd"])]
+        for name, row in shown.iterrows()
+    ]
+    return lines + _table(["attribute", "fil", "fil_sd"], rows, "lrr")
 
 
 def _guarantee_lines(estimator, data, model, args, data_norm, sym):

@@ -131,8 +131,18 @@ def test_bundled_report(tmp_path, capsys):
         assert heading in out
     top = expected["fil"].idxmax()
     assert re.search(rf"^\s+{top}\s+{expected['fil'].max():.4g}\s", out, re.M)
-    best_attribute = est.attribute_fil_.idxmax()
-    assert re.search(rf"^\s+{re.escape(best_attribute)}\s+[0-9.]+$", out, re.M)
+    # attributes ranked by FIL in standard deviations: fil times the std of
+    # the preprocessed column (the label's for the target)
+    sd = X.join(y).std(ddof=0).to_numpy()
+    fil_sd = pd.Series(est.attribute_fil_.to_numpy() * sd, est.attribute_fil_.index)
+    assert "ranked by fil_sd" in out
+    rows = re.findall(r"^  (\S.*?)\s+([0-9.e+-]+)\s+([0-9.e+-]+)$", out, re.M)
+    table = {name: (float(a), float(b)) for name, a, b in rows if name in fil_sd}
+    shown = fil_sd.sort_values(ascending=False).head(10)
+    assert list(table) == list(shown.index)
+    for name, (fil, sd_fil) in table.items():
+        assert fil == pytest.approx(est.attribute_fil_[name], rel=1e-3)
+        assert sd_fil == pytest.approx(shown[name], rel=1e-3)
     assert f"{est.dataset_fil_:.4g}" in out
     assert str(out_path) in out
     assert "sensitive" in out.splitlines()[-1]
