@@ -83,6 +83,23 @@ def test_frame_equals_the_dict_construction(with_index, n_extra):
     assert dict_built.equals(old) and list(dict_built.columns) == list(old.columns)
 
 
+def test_frame_keeps_a_duplicated_index():
+    # a DataFrame X may repeat index labels; the parts must not be aligned
+    rng = np.random.default_rng(8)
+    result = _Result(rng, 6, 2)
+    index = pd.Index([1, 1, 2, 2, 3, 3], name="id")
+    new = make_privacy_report(result, ["a", "b"], index, w=np.ones(6))
+    old = _old_frame(
+        result.fil,
+        result.dfil,
+        result.mse_bound,
+        {"a": result.attribute_fil[:, 0], "b": result.attribute_fil[:, 1]},
+        index,
+        w=np.ones(6),
+    )
+    assert new.equals(old) and new.index.equals(index)
+
+
 def test_frame_rejects_colliding_or_misshapen_columns():
     rng = np.random.default_rng(1)
     result = _Result(rng, 5, 2)
