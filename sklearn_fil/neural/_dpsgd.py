@@ -81,6 +81,9 @@ def _per_instance_orders():
     )
 
 
+# Rows per block of the full passes that compute every example's norm.
+_FULL_PASS_ROWS = 16384
+
 _NO_NOISE_MSG = (
     "No differential-privacy guarantee: noise_multiplier=0 adds no noise, so "
     "epsilon is infinite and no Fisher information loss is reported."
@@ -1041,13 +1044,25 @@ class DPSGDClassifier(GuaranteeMixin, ClassifierMixin, BaseEstimator):
         return np.minimum(per_instance.epsilon(delta), cap)
 
     def _full_pass_norms(self, net, X, Y):
-        """Every example's clipped gradient norm in units of ``C``."""
+        """Every example's clipped gradient norm in units of ``C``.
+
+        Computed on blocks of :data:`_FULL_PASS_ROWS` rows, so that the
+        activations of a wide network never take ``n x width`` memory.
+        """
         C = float(self.max_grad_norm)
-        acts, logits = net.forward(X)
-        g_norm = net.grad_norms(acts, net.backward(acts, logits, Y))
-        check_finite_norms(g_norm, net.xp)
-        c, _ = clip_factor(g_norm, C, self.clipping, net.xp)
-        return c * g_norm / C
+        n = X.shape[0]
+        parts = []
+        for start in range(0, n, _FULL_PASS_ROWS):
+            Xb, Yb = (
+                X[start : start + _FULL_PASS_ROWS],
+                Y[start : start + _FULL_PASS_ROWS],
+            )
+            acts, logits = net.forward(Xb)
+            g_norm = net.grad_norms(acts, net.backward(acts, logits, Yb))
+            check_finite_norms(g_norm, net.xp)
+            c, _ = clip_factor(g_norm, C, self.clipping, net.xp)
+            parts.append(c * g_norm / C)
+        return parts[0] if len(parts) == 1 else _backend.concat(parts, net.xp)
 
     def _network(self, xp=np, device=None):
         check_is_fitted(self)

@@ -66,3 +66,25 @@ def test_per_instance_epsilon_equals_the_dense_reference(name, monkeypatch):
         assert np.all(got == got[0])
     else:  # the comparison can fail: the epsilons differ between examples
         assert np.ptp(got) > 0.05 * got.max()
+
+
+def test_full_pass_in_blocks_equals_one_pass(monkeypatch):
+    """The norms' full passes run on row blocks: the fit is unchanged."""
+    X, y = _data(n=300)
+    params = dict(
+        hidden_layer_sizes=(7,),
+        batch_size=25,
+        max_iter=4,
+        norm_refresh=1,
+        fil_accounting=False,
+        random_state=0,
+    )
+    whole = DPSGDClassifier(**params).fit(X, y)
+    monkeypatch.setattr(dpsgd_module, "_FULL_PASS_ROWS", 64)  # five blocks
+    blocks = DPSGDClassifier(**params).fit(X, y)
+    for column in ("epsilon", "grad_norm"):
+        assert_allclose(
+            blocks.privacy_report_[column], whole.privacy_report_[column], rtol=1e-12
+        )
+    for a, b in zip(blocks.coefs_, whole.coefs_, strict=True):
+        assert_allclose(a, b, rtol=1e-12)
