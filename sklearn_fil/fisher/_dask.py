@@ -20,7 +20,13 @@ from sklearn.utils import assert_all_finite
 
 from sklearn_fil._losses import LOSSES
 from sklearn_fil.fisher import _engine
-from sklearn_fil.utils._dask import check_row_chunked, map_rows, rows_like, tree_sum
+from sklearn_fil.utils._dask import (
+    check_row_chunked,
+    is_dask,
+    map_rows,
+    rows_like,
+    tree_sum,
+)
 from sklearn_fil.utils._onehot import check_onehot_groups
 
 
@@ -66,7 +72,7 @@ def dask_fisher_information_loss(
     same_gram = loss == "squared" and (
         sample_weight is None
         or (
-            not hasattr(sample_weight, "__dask_graph__")
+            not is_dask(sample_weight)
             and bool(np.all(np.asarray(sample_weight) == 1.0))
         )
     )
