@@ -3,7 +3,8 @@
 A display given a fitted :class:`~sklearn.pipeline.Pipeline` draws its final
 step (the private model, whose report it reads) and names the attributes by
 the Pipeline's original columns where the prefix says which transformed
-columns each one became (see :func:`_attribute_labels`).
+columns each one became (see
+:func:`~sklearn_fil.utils._pipeline.attribute_labels`).
 """
 
 # Authors: The sklearn-fil developers
@@ -17,9 +18,7 @@ import numpy as np
 import pandas as pd
 from sklearn.utils.validation import check_is_fitted
 
-from sklearn_fil.utils._onehot import onehot_columns
-from sklearn_fil.utils._pipeline import original_columns, split_pipeline
-from sklearn_fil.utils._release import fitted_params
+from sklearn_fil.utils._pipeline import attribute_labels, split_pipeline
 
 _INSTALL = "pip install sklearn-fil[plot]"
 
@@ -83,61 +82,9 @@ def _fitted_report(estimator, caller):
     return report
 
 
-def _one_to_one_columns(prefix):
-    """``{original column: (index, None)}`` of a prefix that keeps its columns.
-
-    A prefix whose output names are its input names (a scaler, an imputer
-    without indicators, fitted on a DataFrame) maps column ``j`` to ``j``.
-    """
-    names_in = getattr(prefix, "feature_names_in_", None)
-    try:
-        names_out = prefix.get_feature_names_out()
-    except (AttributeError, ValueError, TypeError):
-        return {}
-    if names_in is None or not np.array_equal(names_in, names_out):
-        return {}
-    return {str(name): (np.asarray([j]), None) for j, name in enumerate(names_in)}
-
-
-def _attribute_labels(estimator):
-    """``{attribute of the report: its name in original columns}`` of a Pipeline.
-
-    The final step reports one FIL per attribute it was trained on: a
-    transformed column (``x3``, or the prefix's output name) or a one-hot
-    group it measured as one attribute (``onehot_groups="auto"``). An
-    attribute whose columns are exactly those an original column became is
-    named after it (``race`` for the group of its levels, ``age`` for its
-    scaled column); a single level of a one-hot encoded column measured on
-    its own is ``column=level``. Empty for anything but a Pipeline, and
-    where the prefix does not say (see
-    :func:`~sklearn_fil.utils._pipeline.original_columns`).
-    """
-    prefix, final = split_pipeline(estimator)
-    if prefix is None or not prefix.steps or not hasattr(final, "n_features_in_"):
-        return {}
-    columns = original_columns(prefix) or _one_to_one_columns(prefix)
-    n_features = final.n_features_in_
-    names_in = getattr(final, "feature_names_in_", None)
-    names = [f"x{j}" for j in range(n_features)] if names_in is None else names_in
-    groups = fitted_params(final).get("onehot_groups")
-    groups = onehot_columns(groups, names_in, n_features) if groups else {}
-    by_columns = {tuple(sorted(idx.tolist())): col for col, (idx, _) in columns.items()}
-    levels = {
-        int(j): f"{col}={level}"
-        for col, (idx, values) in columns.items()
-        if values is not None
-        for j, level in zip(idx, values, strict=True)
-    }
-    labels = {}
-    for group, cols in groups.items():
-        if tuple(sorted(cols)) in by_columns:
-            labels[str(group)] = by_columns[tuple(sorted(cols))]
-    for j, name in enumerate(names):
-        if (j,) in by_columns:
-            labels[str(name)] = by_columns[(j,)]
-        elif j in levels:
-            labels[str(name)] = levels[j]
-    return labels
+# The report's attributes named by the Pipeline's original columns; the map
+# has one owner, sklearn_fil.utils._pipeline (the attacks and report_io read it).
+_attribute_labels = attribute_labels
 
 
 def _attribute_column(report, column, labels):

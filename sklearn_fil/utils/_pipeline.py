@@ -13,7 +13,11 @@ columns when the prefix ends with a fitted
 :class:`~sklearn.compose.ColumnTransformer` (or is one): a
 :class:`~sklearn.preprocessing.OneHotEncoder` column to the one-hot group of
 its levels, a column-wise transformer (a scaler, ``"passthrough"``) to its one
-column.
+column; or, for a prefix that keeps its columns (a scaler fitted on a
+DataFrame), each column to itself. :func:`attribute_labels` names the final
+step's attributes (its report's ``fil[<attribute>]`` columns) by those
+original columns. They are the one owner of this map: the attacks, the
+displays and :mod:`sklearn_fil.report_io` read it from here.
 """
 
 # Authors: The sklearn-fil developers
@@ -24,6 +28,9 @@ import scipy.sparse as sp
 from sklearn.compose import ColumnTransformer
 from sklearn.pipeline import Pipeline
 from sklearn.preprocessing import OneHotEncoder
+
+from sklearn_fil.utils._onehot import onehot_columns
+from sklearn_fil.utils._release import fitted_params
 
 
 def split_pipeline(model):
@@ -77,20 +84,32 @@ def original_columns(prefix):
 
     Parameters
     ----------
-    prefix : Pipeline or ColumnTransformer
-        Fitted; its last step a :class:`~sklearn.compose.ColumnTransformer`.
+    prefix : Pipeline or ColumnTransformer or transformer
+        Fitted: the transformers before the private model.
 
     Returns
     -------
     columns : dict of str to (ndarray of int, ndarray or None)
-        For a one-hot encoded column its group of levels and the levels
-        (``categories_``); for a one-to-one column its index and None. Columns
+        When ``prefix`` ends with a :class:`~sklearn.compose.ColumnTransformer`:
+        for a one-hot encoded column its group of levels and the levels
+        (``categories_``); for a one-to-one column its index and None; columns
         of other transformers (or one-hot encoders that drop a level) are
-        absent: they have no such map.
+        absent: they have no such map. When it maps none (or there is no
+        ColumnTransformer), a prefix whose output names are its input names
+        (a scaler, an imputer without indicators, fitted on a DataFrame) maps
+        column ``j`` to ``([j], None)``; otherwise the dict is empty.
     """
-    ct = prefix[-1] if isinstance(prefix, Pipeline) else prefix
-    if not isinstance(ct, ColumnTransformer):
+    if isinstance(prefix, Pipeline) and not prefix.steps:
         return {}
+    ct = prefix[-1] if isinstance(prefix, Pipeline) else prefix
+    mapping = (
+        _column_transformer_columns(ct) if isinstance(ct, ColumnTransformer) else {}
+    )
+    return mapping or _one_to_one_columns(prefix)
+
+
+def _column_transformer_columns(ct):
+    """:func:`original_columns` of a fitted ColumnTransformer."""
     names_in = list(getattr(ct, "feature_names_in_", range(ct.n_features_in_)))
     out = {}
     for name, trans, cols in ct.transformers_:
@@ -113,6 +132,74 @@ def original_columns(prefix):
             for col, j in zip(selected, idx, strict=True):
                 out[str(col)] = (np.asarray([j]), None)
     return out
+
+
+def _one_to_one_columns(prefix):
+    """``{original column: ([index], None)}`` of a prefix that keeps its columns.
+
+    A prefix whose output names are its input names (a scaler, an imputer
+    without indicators, fitted on a DataFrame) maps column ``j`` to ``j``.
+    """
+    names_in = getattr(prefix, "feature_names_in_", None)
+    try:
+        names_out = prefix.get_feature_names_out()
+    except (AttributeError, ValueError, TypeError):
+        return {}
+    if names_in is None or not np.array_equal(names_in, names_out):
+        return {}
+    return {str(name): (np.asarray([j]), None) for j, name in enumerate(names_in)}
+
+
+def attribute_labels(estimator):
+    """``{attribute of the report: its name in original columns}`` of a Pipeline.
+
+    The final step reports one FIL per attribute it was trained on: a
+    transformed column (``x3``, or the prefix's output name) or a one-hot
+    group it measured as one attribute (``onehot_groups="auto"``). An
+    attribute whose columns are exactly those an original column became is
+    named after it (``race`` for the group of its levels, ``age`` for its
+    scaled column); a single level of a one-hot encoded column measured on
+    its own is ``column=level``. Attributes the prefix does not map (e.g.
+    the output of :class:`~sklearn.preprocessing.PolynomialFeatures`) and the
+    label are absent.
+
+    Parameters
+    ----------
+    estimator : estimator
+        A fitted estimator or a fitted :class:`~sklearn.pipeline.Pipeline`.
+
+    Returns
+    -------
+    labels : dict of str to str
+        Empty for anything but a Pipeline, and where the prefix does not say
+        (see :func:`original_columns`).
+    """
+    prefix, final = split_pipeline(estimator)
+    if prefix is None or not prefix.steps or not hasattr(final, "n_features_in_"):
+        return {}
+    columns = original_columns(prefix)
+    n_features = final.n_features_in_
+    names_in = getattr(final, "feature_names_in_", None)
+    names = [f"x{j}" for j in range(n_features)] if names_in is None else names_in
+    groups = fitted_params(final).get("onehot_groups")
+    groups = onehot_columns(groups, names_in, n_features) if groups else {}
+    by_columns = {tuple(sorted(idx.tolist())): col for col, (idx, _) in columns.items()}
+    levels = {
+        int(j): f"{col}={level}"
+        for col, (idx, values) in columns.items()
+        if values is not None
+        for j, level in zip(idx, values, strict=True)
+    }
+    labels = {}
+    for group, cols in groups.items():
+        if tuple(sorted(cols)) in by_columns:
+            labels[str(group)] = by_columns[tuple(sorted(cols))]
+    for j, name in enumerate(names):
+        if (j,) in by_columns:
+            labels[str(name)] = by_columns[(j,)]
+        elif j in levels:
+            labels[str(name)] = levels[j]
+    return labels
 
 
 def _selection(cols, names_in):

