@@ -1,0 +1,91 @@
+# Authors: The sklearn-fil developers
+# SPDX-License-Identifier: BSD-3-Clause
+"""The logistic fit's economies (subsample warm start, chord steps) change
+how many full Hessians it takes, not where it stops."""
+
+import numpy as np
+import pytest
+from numpy.testing import assert_allclose
+from sklearn.linear_model import LogisticRegression
+
+from sklearn_fil import _glm
+
+N, D, LAM = 50_000, 6, 1e-3
+
+
+@pytest.fixture(scope="module")
+def problem():
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((N, D)) * np.array([1e-2, 1.0, 1.0, 3.0, 1.0, 1e2])
+    w = rng.standard_normal(D) / np.abs(X).mean(axis=0)
+    y = (rng.random(N) < 1 / (1 + np.exp(-(X @ w + 0.3)))).astype(float)
+    omega = rng.uniform(0.5, 2.0, N)
+    return X, y, omega
+
+
+def _fit(problem, monkeypatch=None, plain=False, **kwargs):
+    """``fit_glm`` and the number of full-data Hessians it formed."""
+    X, y, omega = problem
+    counted = []
+    original = _glm.RowPasses.newton_system
+
+    def newton_system(self, w):
+        counted.append(self.X.shape[0])
+        return original(self, w)
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(_glm.RowPasses, "newton_system", newton_system)
+        if plain:  # the damped Newton method without either economy
+            mp.setattr(_glm, "WARM_START_ROWS", N)
+            mp.setattr(_glm, "CHORD_CONTRACTION", 0.0)
+        w, n_iter = _glm.fit_glm(
+            X, y, omega, "logistic", LAM, True, False, 1e-10, 100, **kwargs
+        )
+    return w, n_iter, sum(rows == N for rows in counted)
+
+
+def test_same_minimiser_with_fewer_hessians(problem):
+    w, _, n_hessians = _fit(problem)
+    w_plain, _, n_plain = _fit(problem, plain=True)
+    assert n_plain >= 5
+    assert n_hessians <= 3
+    assert_allclose(w, w_plain, rtol=1e-12, atol=0)
+
+    X, y, omega = problem
+    clf = LogisticRegression(
+        C=1.0 / (omega.sum() * LAM),
+        l1_ratio=0.0,
+        solver="newton-cholesky",
+        tol=1e-14,
+        max_iter=1000,
+    ).fit(X, y, sample_weight=omega)
+    assert_allclose(w[:-1], clf.coef_.ravel(), rtol=1e-8)
+    assert_allclose(w[-1], clf.intercept_[0], rtol=1e-8)
+
+
+def test_the_last_step_is_a_full_newton_step(problem):
+    # the gradient at the returned weights is at rounding level, which a
+    # chord step stopped at the tolerance would not reach
+    X, y, omega = problem
+    w, _, _ = _fit(problem)
+    passes = _glm.RowPasses(X, y, omega, "logistic", True)
+    reg = _glm.penalty(D + 1, omega.sum(), LAM, True, False)
+    grad = passes.gradient(w) + reg * w
+    scale = np.abs(X).T @ omega
+    assert np.linalg.norm(grad[:-1] / scale) < 1e-13
+
+
+def test_a_far_start_is_damped_and_still_converges(problem):
+    w_ref, _, _ = _fit(problem, plain=True)
+    w0 = 50 * np.ones(D + 1) / np.append(np.abs(problem[0]).mean(axis=0), 1.0)
+    w, _, _ = _fit(problem, w0=w0)
+    assert_allclose(w, w_ref, rtol=1e-12, atol=0)
+
+
+def test_the_certificate_still_holds(problem):
+    gtol = 1e-9
+    w, _, _ = _fit(problem, gtol=gtol)
+    X, y, omega = problem
+    passes = _glm.RowPasses(X, y, omega, "logistic", True)
+    reg = _glm.penalty(D + 1, omega.sum(), LAM, True, False)
+    assert np.linalg.norm(passes.gradient(w) + reg * w) <= gtol
