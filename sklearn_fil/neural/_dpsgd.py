@@ -1053,10 +1053,8 @@ class DPSGDClassifier(GuaranteeMixin, ClassifierMixin, BaseEstimator):
         n = X.shape[0]
         parts = []
         for start in range(0, n, _FULL_PASS_ROWS):
-            Xb, Yb = (
-                X[start : start + _FULL_PASS_ROWS],
-                Y[start : start + _FULL_PASS_ROWS],
-            )
+            rows = slice(start, min(start + _FULL_PASS_ROWS, n))
+            Xb, Yb = X[rows, ...], Y[rows, ...]
             acts, logits = net.forward(Xb)
             g_norm = net.grad_norms(acts, net.backward(acts, logits, Yb))
             check_finite_norms(g_norm, net.xp)
