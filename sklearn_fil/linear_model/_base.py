@@ -27,6 +27,7 @@ from sklearn_fil._report import (
     attribute_sizes,
     attribute_variances,
     make_privacy_report,
+    relative_mse_bound,
     target_label,
 )
 from sklearn_fil.accounting import Guarantee, gaussian_rdp, mse_bound_rdp
@@ -198,21 +199,21 @@ class BaseReleasedGLM(GuaranteeMixin, BaseEstimator):
         w, omega, result = self._solve(X, y, omega, groups)
 
         attribute_names = self._attribute_names(result, groups, target_name)
+        # in units of each attribute's std (weighted, of the rows as fitted)
+        variance = attribute_variances(X, y, result.attributes, fit_weight)
+        sizes = attribute_sizes(result.attributes)
         self.privacy_report_ = make_privacy_report(
             result,
             attribute_names,
             index,
+            rel_mse_bound=relative_mse_bound(result.attribute_fil, variance, sizes),
             **self._per_instance_columns(X, y, w, omega, delta),
         )
         self.attribute_fil_ = pd.Series(
             result.total_attribute_fil, index=attribute_names, name="fil"
         )
-        # in units of each attribute's std (weighted, of the rows as fitted)
-        variance = attribute_variances(X, y, result.attributes, fit_weight)
         self.attribute_fil_sd_ = pd.Series(
-            attribute_fil_sd(
-                result.total_attribute_fil, variance, attribute_sizes(result.attributes)
-            ),
+            attribute_fil_sd(result.total_attribute_fil, variance, sizes),
             index=attribute_names,
             name="fil_sd",
         )

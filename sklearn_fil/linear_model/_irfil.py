@@ -263,10 +263,15 @@ _ATTRIBUTES_DOC = """\
         FIL. Sensitive: do not publish.
     privacy_report_ : pandas.DataFrame
         One row per training example: ``fil``, ``dfil``, ``mse_bound``,
-        ``fil[<attribute>]`` per private attribute and ``weight`` (see
-        :class:`OutputPerturbedLinearRegression`). Sensitive: do not publish.
+        ``fil[<attribute>]`` per private attribute, ``rel_mse_bound`` (in
+        the units of the caller's data and weights, not of the reweighting)
+        and ``weight`` (see :class:`OutputPerturbedLinearRegression`).
+        Sensitive: do not publish.
     attribute_fil_ : pandas.Series
         FIL of each attribute over all training examples.
+    attribute_fil_sd_ : pandas.Series
+        ``attribute_fil_`` in units of each attribute's training standard
+        deviation (see :class:`OutputPerturbedLinearRegression`).
     dataset_fil_ : float
         FIL of the whole training set.
     sigma_ : float

@@ -153,8 +153,11 @@ class OutputPerturbedLinearRegression(SquaredLossMixin, _OutputPerturbed):
         DataFrame, else ``0..n-1``): ``fil`` (spectral FIL), ``dfil``
         (diagonal FIL), ``mse_bound`` (``1/dfil^2``), ``fil[<feature>]`` per
         private attribute and ``fil[<target>]`` when the label is private,
-        then the example's own leakage under the optimal adversary who knows
-        every other example:
+        ``rel_mse_bound`` (the ``mse_bound`` with every private coordinate in
+        units of its training standard deviation, so that units do not mix:
+        guessing the mean scores 1; see :ref:`interpretation`), then the
+        example's own leakage under the optimal adversary who knows every
+        other example:
 
         - ``loo_sensitivity``: ``Delta_i = ||w*(D) - w*(D_-i)||``, the
           distance of the minimiser from the one fitted without the example
@@ -170,6 +173,11 @@ class OutputPerturbedLinearRegression(SquaredLossMixin, _OutputPerturbed):
         See :ref:`per_instance_epsilon`. Sensitive: do not publish.
     attribute_fil_ : pandas.Series
         FIL of each attribute over all training examples.
+    attribute_fil_sd_ : pandas.Series
+        ``attribute_fil_`` in units of each attribute's (sample-weighted)
+        training standard deviation: a ranking that does not mix units.
+        ``1 / attribute_fil_sd_**2`` bounds an unbiased attacker's MSE over
+        the attribute's variance; guessing the mean scores 1.
     dataset_fil_ : float
         FIL of the whole training set.
     sigma_ : float
@@ -200,7 +208,7 @@ class OutputPerturbedLinearRegression(SquaredLossMixin, _OutputPerturbed):
     >>> reg = OutputPerturbedLinearRegression(sigma=0.1, random_state=0).fit(X, y)
     >>> reg.privacy_report_.columns.tolist()  # doctest: +NORMALIZE_WHITESPACE
     ['fil', 'dfil', 'mse_bound', 'fil[x0]', 'fil[x1]', 'fil[x2]', 'fil[y]',
-     'loo_sensitivity', 'epsilon', 'epsilon_replace_one']
+     'rel_mse_bound', 'loo_sensitivity', 'epsilon', 'epsilon_replace_one']
     >>> bool((reg.privacy_report_["fil"] >= reg.privacy_report_["dfil"]).all())
     True
     """
@@ -343,7 +351,7 @@ class OutputPerturbedLogisticRegression(LogisticLossMixin, _OutputPerturbed):
         Class labels; ``classes_[1]`` is the positive class.
     privacy_report_ : pandas.DataFrame
         One row per training example: ``fil``, ``dfil``, ``mse_bound``,
-        ``fil[<feature>]`` and ``fil[<target>]`` (see
+        ``fil[<feature>]``, ``fil[<target>]`` and ``rel_mse_bound`` (see
         :class:`OutputPerturbedLinearRegression`), then
 
         - ``loo_sensitivity``: ``Delta_i = ||w*(D) - w*(D_-i)||`` (``D_-i``:
@@ -366,10 +374,16 @@ class OutputPerturbedLogisticRegression(LogisticLossMixin, _OutputPerturbed):
         See :ref:`per_instance_epsilon`. Sensitive: do not publish.
     attribute_fil_ : pandas.Series
         FIL of each attribute over all training examples.
+    attribute_fil_sd_ : pandas.Series
+        ``attribute_fil_`` in units of each attribute's (sample-weighted)
+        training standard deviation: a ranking that does not mix units.
+        ``1 / attribute_fil_sd_**2`` bounds an unbiased attacker's MSE over
+        the attribute's variance; guessing the mean scores 1.
     dataset_fil_ : float
         FIL of the whole training set.
     n_iter_ : int
-        Newton iterations.
+        Iterations of the fit on the full data, Newton or chord steps (see
+        ``tol``).
     sigma_ : float
         Standard deviation of the noise the release has: ``sigma``, or the
         noise calibrated to ``target_epsilon``. ``guarantee_.noise_std``
@@ -426,7 +440,7 @@ class OutputPerturbedLogisticRegression(LogisticLossMixin, _OutputPerturbed):
     >>> clf.guarantee_.neighboring_relation
     'replace_one'
     >>> clf.privacy_report_.shape
-    (100, 11)
+    (100, 12)
     >>> report = clf.privacy_report_
     >>> bool((report["epsilon"] <= report["epsilon_replace_one"]).all())
     True

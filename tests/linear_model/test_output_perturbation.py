@@ -97,13 +97,14 @@ def test_dataframe_names_index_and_target(regression):
     assert list(report.columns) == (
         ["fil", "dfil", "mse_bound"]
         + [f"fil[{c}]" for c in cols]
-        + ["fil[income]", "loo_sensitivity", "epsilon", "epsilon_replace_one"]
+        + ["fil[income]", "rel_mse_bound"]
+        + ["loo_sensitivity", "epsilon", "epsilon_replace_one"]
     )
     assert (report.dtypes == np.float64).all()
     assert list(est.attribute_fil_.index) == [*cols, "income"]
     # no DataFrame: RangeIndex, x0.. names, target y
     plain = OutputPerturbedLinearRegression(sigma=0.5, private_label=False).fit(X, y)
-    assert plain.privacy_report_.columns[-4] == f"fil[x{X.shape[1] - 1}]"
+    assert plain.privacy_report_.columns[-5] == f"fil[x{X.shape[1] - 1}]"
     assert isinstance(plain.privacy_report_.index, pd.RangeIndex)
 
 
@@ -416,7 +417,8 @@ def test_zero_weight_example_leaks_nothing(regression):
     weights[5] = 0.0
     est = OutputPerturbedLinearRegression(sigma=TINY, lam=0.1, random_state=0)
     est.fit(X, y, sample_weight=weights)
-    assert est.privacy_report_.iloc[5].drop("mse_bound").eq(0).all()
+    # no information: unbounded MSE, in any units
+    assert est.privacy_report_.iloc[5].drop(["mse_bound", "rel_mse_bound"]).eq(0).all()
     dropped = clone(est).fit(np.delete(X, 5, 0), np.delete(y, 5))
     np.testing.assert_allclose(est.coef_, dropped.coef_, rtol=1e-9)
 
