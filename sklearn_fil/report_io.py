@@ -4,20 +4,33 @@
 not keep ``attrs``, so :func:`write_privacy_report` writes the report as CSV
 with the metadata in a JSON file beside it (same name, ``.json``), the layout
 ``sklearn-fil report`` writes, and :func:`read_privacy_report` reads both back.
+
+A model fitted at the end of a :class:`~sklearn.pipeline.Pipeline` reports on
+the columns it was trained on, the prefix's output (``fil[x0|x1]``, ``x8``);
+:func:`privacy_report` and :func:`attribute_fil` give the same numbers named
+by the user's original columns (``fil[sex]``, ``age``) where the prefix says
+which transformed columns each one became.
 """
 
 # Authors: The sklearn-fil developers
 # SPDX-License-Identifier: BSD-3-Clause
 
+import copy
 import json
 import math
+import re
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
+from sklearn.utils.validation import check_is_fitted
+
+from sklearn_fil.utils._pipeline import attribute_labels, split_pipeline
 
 __all__ = [
+    "attribute_fil",
+    "privacy_report",
     "privacy_report_metadata",
     "read_privacy_report",
     "sidecar_path",
@@ -222,3 +235,202 @@ def read_privacy_report(path):
     if sidecar.exists():
         report.attrs = json.loads(sidecar.read_text(encoding="utf-8"))
     return report
+
+
+# A per-attribute column of a report: ``fil[<attribute>]`` (any stem).
+_ATTRIBUTE_COLUMN = re.compile(r"([^\[\]]+)\[(.+)\]")
+
+
+def _final_attribute(model, attribute, caller):
+    """The fitted attribute ``attribute`` of ``model``'s final step, checked."""
+    _, final = split_pipeline(model)
+    check_is_fitted(final)
+    value = getattr(final, attribute, None)
+    if value is None:
+        raise ValueError(
+            f"{caller} reads the {attribute} of a fitted estimator (or of a "
+            f"Pipeline's final step); {type(final).__name__} has none (a "
+            "released copy carries no report: the report is sensitive). Pass "
+            "the fitted estimator or Pipeline."
+        )
+    return value
+
+
+def _renamed(index, names, what):
+    """``names`` as an Index named as ``index``; an error if a name repeats."""
+    index = pd.Index(names, name=index.name)
+    if index.has_duplicates:
+        twice = sorted({str(name) for name in index[index.duplicated()]})
+        raise ValueError(
+            f"Naming the {what} by the original columns gives the same name "
+            f"twice ({twice}): an original column has the name of another "
+            "attribute (the label?). Read the final step's report instead."
+        )
+    return index
+
+
+def _original_column_name(column, labels):
+    match = _ATTRIBUTE_COLUMN.fullmatch(str(column))
+    if match is None or match.group(2) not in labels:
+        return column
+    return f"{match.group(1)}[{labels[match.group(2)]}]"
+
+
+def privacy_report(model):
+    """The privacy report of a fitted model, attributes named by original columns.
+
+    The ``privacy_report_`` of ``model`` or, for a fitted
+    :class:`~sklearn.pipeline.Pipeline`, of its final step, with each
+    per-attribute column ``fil[<attribute>]`` renamed after the original
+    column the attribute is: ``fil[race]`` for the one-hot group of the
+    levels of ``race`` (measured as one attribute, ``onehot_groups="auto"``),
+    ``fil[age]`` for its scaled column, ``fil[race=Other]`` for a single
+    level measured on its own. Columns the prefix does not map (e.g. the
+    output of :class:`~sklearn.preprocessing.PolynomialFeatures`), the label's
+    and the per-example columns keep their names; so do all columns of an
+    estimator that is no Pipeline. The report is sensitive: it is computed
+    from every training example.
+
+    Parameters
+    ----------
+    model : fitted estimator or Pipeline
+        An estimator of sklearn-fil with a ``privacy_report_``, or a Pipeline
+        of fitted transformers ending with one.
+
+    Returns
+    -------
+    report : pandas.DataFrame
+        A copy of the report, columns renamed, ``attrs`` (the settings and
+        guarantee, :func:`privacy_report_metadata`) kept.
+
+    Raises
+    ------
+    ValueError
+        When the (final) estimator has no ``privacy_report_`` (e.g. a
+        released copy), or when two columns would get the same name.
+
+    See Also
+    --------
+    attribute_fil : The FIL of each attribute over all examples, named so.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import pandas as pd
+    >>> from sklearn.compose import ColumnTransformer
+    >>> from sklearn.pipeline import make_pipeline
+    >>> from sklearn.preprocessing import OneHotEncoder, StandardScaler
+    >>> from sklearn_fil.linear_model import OutputPerturbedLogisticRegression
+    >>> from sklearn_fil.report_io import privacy_report
+    >>> rng = np.random.default_rng(0)
+    >>> X = pd.DataFrame(
+    ...     {"colour": rng.choice(["red", "green", "blue"], 60),
+    ...      "size": rng.normal(size=60)}
+    ... )
+    >>> y = pd.Series((X["size"] + rng.normal(size=60) > 0).astype(int), name="label")
+    >>> columns = ColumnTransformer(
+    ...     [("onehot", OneHotEncoder(), ["colour"]),
+    ...      ("scale", StandardScaler(), ["size"])]
+    ... )
+    >>> clf = OutputPerturbedLogisticRegression(
+    ...     data_norm=3.0, penalize_intercept=True, onehot_groups="auto",
+    ...     random_state=0,
+    ... )
+    >>> pipe = make_pipeline(columns, clf).fit(X, y)
+    >>> [c for c in pipe[-1].privacy_report_.columns if c.startswith("fil[")]
+    ['fil[x0|x1|x2]', 'fil[x3]', 'fil[label]']
+    >>> report = privacy_report(pipe)
+    >>> [c for c in report.columns if c.startswith("fil[")]
+    ['fil[colour]', 'fil[size]', 'fil[label]']
+    >>> report.attrs["epsilon"] == pipe[-1].epsilon_
+    True
+    """
+    report = _final_attribute(model, "privacy_report_", "privacy_report")
+    labels = attribute_labels(model)
+    renamed = report.copy()
+    renamed.columns = _renamed(
+        report.columns,
+        [_original_column_name(column, labels) for column in report.columns],
+        "report's columns",
+    )
+    renamed.attrs = copy.deepcopy(report.attrs)
+    return renamed
+
+
+def attribute_fil(model, *, sd=False):
+    """The FIL of each attribute over all examples, named by original columns.
+
+    The ``attribute_fil_`` of ``model`` or, for a fitted
+    :class:`~sklearn.pipeline.Pipeline`, of its final step, re-indexed as
+    :func:`privacy_report` renames its columns: one entry per original
+    column the prefix maps (``race`` for the one-hot group of its levels,
+    ``age`` for its scaled column, ``race=Other`` for a level measured on its
+    own), the label and unmapped attributes under their own names.
+
+    Parameters
+    ----------
+    model : fitted estimator or Pipeline
+        An estimator of sklearn-fil with an ``attribute_fil_``, or a Pipeline
+        of fitted transformers ending with one.
+    sd : bool, default=False
+        Read ``attribute_fil_sd_`` instead: the FIL in units of each
+        attribute's training standard deviation, which ranks attributes
+        without mixing units.
+
+    Returns
+    -------
+    fil : pandas.Series
+        A copy of the Series, one entry per attribute, in the same order.
+
+    Raises
+    ------
+    ValueError
+        When the (final) estimator has no such attribute (e.g. a released
+        copy), or when two attributes would get the same name.
+
+    See Also
+    --------
+    privacy_report : The per-example report, named so.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import pandas as pd
+    >>> from sklearn.compose import ColumnTransformer
+    >>> from sklearn.pipeline import make_pipeline
+    >>> from sklearn.preprocessing import OneHotEncoder, StandardScaler
+    >>> from sklearn_fil.linear_model import OutputPerturbedLogisticRegression
+    >>> from sklearn_fil.report_io import attribute_fil
+    >>> rng = np.random.default_rng(0)
+    >>> X = pd.DataFrame(
+    ...     {"colour": rng.choice(["red", "green", "blue"], 60),
+    ...      "size": rng.normal(size=60)}
+    ... )
+    >>> y = pd.Series((X["size"] + rng.normal(size=60) > 0).astype(int), name="label")
+    >>> columns = ColumnTransformer(
+    ...     [("onehot", OneHotEncoder(), ["colour"]),
+    ...      ("scale", StandardScaler(), ["size"])]
+    ... )
+    >>> clf = OutputPerturbedLogisticRegression(
+    ...     data_norm=3.0, onehot_groups="auto", random_state=0
+    ... )
+    >>> pipe = make_pipeline(columns, clf).fit(X, y)
+    >>> pipe[-1].attribute_fil_.index.tolist()
+    ['x0|x1|x2', 'x3', 'label']
+    >>> fil = attribute_fil(pipe)
+    >>> fil.index.tolist()
+    ['colour', 'size', 'label']
+    >>> bool(fil["colour"] == pipe[-1].attribute_fil_["x0|x1|x2"])
+    True
+    """
+    if not isinstance(sd, bool | np.bool_):
+        raise TypeError(f"sd must be a bool, got {sd!r}.")
+    name = "attribute_fil_sd_" if sd else "attribute_fil_"
+    fil = _final_attribute(model, name, "attribute_fil").copy()
+    labels = attribute_labels(model)
+    fil.index = _renamed(
+        fil.index,
+        [labels.get(str(attribute), attribute) for attribute in fil.index],
+        "attributes",
+    )
+    return fil
