@@ -83,7 +83,7 @@ PerInstanceEpsilonDisplay.from_estimator(
 
 # %%
 # Do epsilon and FIL rank the examples alike?
-# ------------------------------------------
+# --------------------------------------------
 # The FIL measures how well a small change of the example's *values* can be
 # read from the release (attribute inversion, reconstruction); the
 # per-instance epsilon how far the release moves when the example is *absent*

@@ -91,7 +91,7 @@ class PrivacyBudget:
     Notes
     -----
     Events are composed as ``dp-accounting`` reads them (see
-    :attr:`Guarantee.event_relation`): a Gaussian release is
+    :class:`Guarantee`'s ``event_relation``): a Gaussian release is
     ``GaussianDpEvent(noise_std / sensitivity)`` at unit distance, with the
     sensitivity of the guarantee's relation folded in; Poisson-sampled DP-SGD
     under replace-one needs dp-accounting's ``REPLACE_ONE`` privacy loss
@@ -220,7 +220,7 @@ class PrivacyBudget:
             A fitted estimator with ``guarantee_``, a guarantee, or an event.
         event_relation : {"add_remove", "replace_one"}, default="add_remove"
             For a bare event only: the dp-accounting relation to compose it
-            under (see :attr:`Guarantee.event_relation`).
+            under (see :class:`Guarantee`'s ``event_relation``).
 
         Returns
         -------
@@ -265,7 +265,7 @@ class PrivacyBudget:
             class name, or ``"release <i>"``.
         event_relation : {"add_remove", "replace_one"}, default="add_remove"
             For a bare event only: the dp-accounting relation to compose it
-            under (see :attr:`Guarantee.event_relation`).
+            under (see :class:`Guarantee`'s ``event_relation``).
 
         Returns
         -------

@@ -310,7 +310,7 @@ class IntrinsicPrivacyAudit(MetaEstimatorMixin, BaseEstimator):
         Models fitted, the grid and the other initialisation.
     n_features_in_ : int
         Number of features of ``X`` (the raw columns, for a Pipeline).
-    feature_names_in_ : ndarray of shape (n_features_in_,)
+    feature_names_in_ : ndarray of shape (n_features,)
         Names of the columns of ``X``, when it is a DataFrame with string
         column names.
 
