@@ -62,15 +62,25 @@ def top_eigenvalue(gamma, r2, y1, y2, beta, rho, a, b):
     ``mu`` as its only root (Haynsworth inertia of the bordered matrix), so a
     Newton iteration kept inside the bracket by bisection converges to it.
     """
+    n1 = 0.0
+    n2 = 0.0
+    for k in range(gamma.shape[0]):
+        n1 += y1[k] * y1[k]
+        n2 += y2[k] * y2[k]
+    return _top_eigenvalue(gamma, r2, y1, y2, n1, n2, beta, rho, a, b)
+
+
+@numba.njit(cache=True, nogil=True)
+def _top_eigenvalue(gamma, r2, y1, y2, n1, n2, beta, rho, a, b):
+    """:func:`top_eigenvalue` given ``n1 = ||y1||^2`` and ``n2 = ||y2||^2``.
+
+    The per-example kernel has both already (``||y2||^2`` is shared by every
+    example), which saves a pass over ``p``.
+    """
     p = gamma.shape[0]
     # Balance the columns: Y B Y^T is unchanged under y1 -> s y1, y2 -> y2 / s,
     # beta -> beta / s^2. Equal column norms keep a a^T - b b^T from being a
     # large cancellation when ||y1|| and ||y2|| differ by orders of magnitude.
-    n1 = 0.0
-    n2 = 0.0
-    for k in range(p):
-        n1 += y1[k] * y1[k]
-        n2 += y2[k] * y2[k]
     s1 = 1.0
     s2 = 1.0
     if n1 > 0.0 and n2 > 0.0:
@@ -98,11 +108,18 @@ def top_eigenvalue(gamma, r2, y1, y2, beta, rho, a, b):
         vp1, vp2, vm1, vm2 = 0.0, 1.0, 1.0, 0.0
     sp = np.sqrt(max(bp, 0.0))
     sm = np.sqrt(max(-bm, 0.0))
+    # a, b and the sums of the Rayleigh quotient along a, in one pass
     norm_a2 = 0.0
+    da = 0.0
+    ab = 0.0
     for k in range(p):
-        a[k] = sp * (vp1 * s1 * y1[k] + vp2 * s2 * y2[k])
-        b[k] = sm * (vm1 * s1 * y1[k] + vm2 * s2 * y2[k])
-        norm_a2 += a[k] * a[k]
+        ak = sp * (vp1 * s1 * y1[k] + vp2 * s2 * y2[k])
+        bk = sm * (vm1 * s1 * y1[k] + vm2 * s2 * y2[k])
+        a[k] = ak
+        b[k] = bk
+        norm_a2 += ak * ak
+        da += r2 * gamma[k] * ak * ak
+        ab += ak * bk
     d1 = r2 * gamma[0]
     if p == 1:
         return d1 + a[0] * a[0] - b[0] * b[0]
@@ -111,11 +128,6 @@ def top_eigenvalue(gamma, r2, y1, y2, beta, rho, a, b):
     # Lower bounds: d_2 and Rayleigh quotients along e_1 and along a.
     lo = max(d2, d1 + a[0] * a[0] - b[0] * b[0])
     if norm_a2 > 0.0:
-        da = 0.0
-        ab = 0.0
-        for k in range(p):
-            da += r2 * gamma[k] * a[k] * a[k]
-            ab += a[k] * b[k]
         lo = max(lo, da / norm_a2 + norm_a2 - ab * ab / norm_a2)
     hi = d1 + norm_a2
     if not hi > lo:
@@ -303,23 +315,26 @@ def per_example_fil(
     max_m = 1
     for g in range(n_groups):
         max_m = max(max_m, grp_ptr[g + 1] - grp_ptr[g])
+    yv_norm2 = 0.0
+    for k in range(p):
+        yv_norm2 += yv[k] * yv[k]
     for i in numba.prange(n):
         work_a = np.empty(p)
         work_b = np.empty(p)
         yu = np.empty(p)
-        for k in range(p):
-            yu[k] = YU[i, k] + yu_off[k]
-        ri = r[i]
-        ci = c[i]
         a = 0.0
         uv = 0.0
         for k in range(p):
-            a += yu[k] * yu[k]
-            uv += yu[k] * yv[k]
+            yk = YU[i, k] + yu_off[k]
+            yu[k] = yk
+            a += yk * yk
+            uv += yk * yv[k]
+        ri = r[i]
+        ci = c[i]
         beta = ci * ci * beta0 + label
         rho = ci * ri
         r2 = ri * ri
-        lam = top_eigenvalue(gamma, r2, yu, yv, beta, rho, work_a, work_b)
+        lam = _top_eigenvalue(gamma, r2, yu, yv, a, yv_norm2, beta, rho, work_a, work_b)
         fil[i] = np.sqrt(max(omega2[i] * lam, 0.0)) * inv_sigma
         trace = omega2[i] * (r2 * trace_k + beta * a + 2.0 * rho * uv)
         dfil[i] = np.sqrt(max(trace * inv_k, 0.0)) * inv_sigma
