@@ -286,7 +286,7 @@ def privacy_report(model):
     levels of ``race`` (measured as one attribute, ``onehot_groups="auto"``),
     ``fil[age]`` for its scaled column, ``fil[race=Other]`` for a single
     level measured on its own. Columns the prefix does not map (e.g. the
-    output of :class:`~sklearn.preprocessing.PolynomialFeatures`), the label's
+    output of ``PolynomialFeatures``), the label's
     and the per-example columns keep their names; so do all columns of an
     estimator that is no Pipeline. The report is sensitive: it is computed
     from every training example.

@@ -114,7 +114,8 @@ def _pipeline_attribute(attribute, prefix, raw_columns):
     if not isinstance(key, str) or key not in mapping:
         raise ValueError(
             f"attribute {attribute!r} is not an original column that the "
-            "pipeline's ColumnTransformer one-hot encodes or maps to one column "
+            "pipeline's ColumnTransformer one-hot encodes or maps to one column, "
+            "or that a prefix keeping its column names passes through "
             f"(such columns: {sorted(mapping)[:10]})."
         )
     cols, levels = mapping[key]

@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 from sklearn.utils.validation import check_is_fitted
 
-from sklearn_fil.utils._pipeline import attribute_labels, split_pipeline
+from sklearn_fil.utils._pipeline import split_pipeline
 
 _INSTALL = "pip install sklearn-fil[plot]"
 
@@ -80,11 +80,6 @@ def _fitted_report(estimator, caller):
             "report: the report is sensitive). Pass the fitted estimator."
         )
     return report
-
-
-# The report's attributes named by the Pipeline's original columns; the map
-# has one owner, sklearn_fil.utils._pipeline (the attacks and report_io read it).
-_attribute_labels = attribute_labels
 
 
 def _attribute_column(report, column, labels):

@@ -7,7 +7,6 @@ import numpy as np
 
 from sklearn_fil.plotting._base import (
     _attribute_column,
-    _attribute_labels,
     _axes,
     _check_groups,
     _check_positive_scalar,
@@ -20,6 +19,7 @@ from sklearn_fil.plotting._base import (
     _report_column,
     _shown,
 )
+from sklearn_fil.utils._pipeline import attribute_labels
 
 
 def _artist_color(bars):
@@ -208,7 +208,7 @@ class FILHistogramDisplay:
         """
         caller = f"{cls.__name__}.from_estimator"
         report = _fitted_report(estimator, caller)
-        column, label = _attribute_column(report, column, _attribute_labels(estimator))
+        column, label = _attribute_column(report, column, attribute_labels(estimator))
         values = _report_column(report, column, caller)
         _check_groups(groups, values.size)
         display = cls(values=values, groups=groups, column=label)
