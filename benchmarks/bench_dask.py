@@ -217,11 +217,16 @@ def compare_with_numpy(directory, coef, intercept):
     return worst, rows
 
 
-def markdown(args, result, write_s, elapsed, command):
-    gib = 2.0**30
-    git = subprocess.run(
+def git_head():
+    """The checkout's commit, taken when the run starts."""
+    return subprocess.run(
         ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True
     ).stdout.strip()
+
+
+def markdown(args, result, write_s, elapsed, command):
+    gib = 2.0**30
+    git = result["git"]
     n, d = args.n, args.d
     store_gb = 8 * n * d / 1e9
     report_gb = 8 * n * (3 + d + 1) / 1e9
@@ -231,7 +236,7 @@ def markdown(args, result, write_s, elapsed, command):
         "",
         f"- Date: {datetime.datetime.now(datetime.timezone.utc).isoformat()}",
         f"- Command: `{command}`",
-        f"- sklearn-fil: git {git}",
+        f"- sklearn-fil: git {git} (at the start of the run)",
         f"- CPU: {cpu_name()}, {os.cpu_count()} logical; memory {mem_total:.1f} GiB;"
         f" Python {platform.python_version()}, NumPy {np.__version__}",
         f"- Cluster: `LocalCluster(n_workers={args.workers}, threads_per_worker=1,"
@@ -317,12 +322,13 @@ def main(argv=None):
     started = time.perf_counter()
     try:
         t0 = time.perf_counter()
-        load_start = os.getloadavg()
+        load_start, git = os.getloadavg(), git_head()
         write_store(directory, args.n, args.d, args.rows)
         write_s = time.perf_counter() - t0
         print(f"store written in {write_s:.1f} s", flush=True)
         result = run(args, directory)
         result["load"] = (load_start, os.getloadavg())
+        result["git"] = git
     finally:
         if not args.keep:
             shutil.rmtree(directory, ignore_errors=True)
