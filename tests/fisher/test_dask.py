@@ -270,3 +270,25 @@ def test_fit_glm_on_dask_equals_numpy(loss, fit_intercept):
     m = Xt @ w_d
     r = m - y if loss == "squared" else 1.0 / (1.0 + np.exp(-m)) - y
     assert np.linalg.norm(Xt.T @ (omega * r) + reg * w_d) < 1e-8
+
+
+def test_fit_glm_on_dask_with_warm_start_equals_numpy():
+    """Enough rows for the subsample warm start and chord steps of the fit."""
+    from sklearn_fil._glm import WARM_START_ROWS
+
+    rng = np.random.default_rng(5)
+    n, d = 4 * WARM_START_ROWS, 4
+    X = rng.normal(size=(n, d))
+    y = (rng.uniform(size=n) < 1.0 / (1.0 + np.exp(-X @ [1.0, -1.0, 0.5, 0.0]))) * 1.0
+    omega = np.ones(n)
+    args = ("logistic", 1e-3, True, False, 1e-10, 50)
+    w, n_iter = fit_glm(X, y, omega, *args)
+    with dask.config.set(scheduler="synchronous"):
+        w_d, n_iter_d = fit_glm(
+            da.from_array(X, chunks=(n // 4, -1)),
+            da.from_array(y, chunks=n // 4),
+            omega,
+            *args,
+        )
+    assert n_iter_d == n_iter
+    assert_allclose(w_d, w, rtol=RTOL, atol=0)
