@@ -251,7 +251,10 @@ def fisher_information_loss(
     result); the ``p x p`` algebra and the totals then run at once, and the
     per-example pass is mapped lazily over the blocks (``chunk_size`` rows at
     a time within each). The numbers equal the NumPy path's up to the order
-    of the floating-point sums (``1e-12`` relative in the tests).
+    of the floating-point sums (``1e-12`` relative in the tests). Compute the
+    per-example fields together (``dask.compute``), or write them to disk
+    without passing through the client, e.g. ``da.to_npy_stack(path,
+    da.concatenate([res.fil[:, None], res.attribute_fil], axis=1))``.
 
     References
     ----------
