@@ -169,8 +169,10 @@ def test_not_a_minimiser_warns():
     problem = _problem("squared", True, None, False)
     Xd = da.from_array(problem["X"], chunks=(50, -1))
     with dask.config.set(scheduler="synchronous"):
-        with pytest.warns(NotAMinimiserWarning, match="not a minimiser"):
+        with pytest.warns(NotAMinimiserWarning, match="not a minimiser") as record:
             fisher_information_loss(Xd, problem["y"], problem["coef"] + 0.1, lam=0.05)
+    # attributed to the caller, as on the NumPy path
+    assert record[0].filename == __file__
 
 
 def _bad(X, y, **kw):
