@@ -364,7 +364,8 @@ class BaseReleasedGLM(GuaranteeMixin, BaseEstimator):
 
 def _check_gram_finite(X, hint_data_norm):
     """Refuse entries whose squares overflow the Hessian's sums."""
-    largest = float(abs(X).max())  # abs(): dense or sparse
+    # max and min, not abs(X).max(): no n x d temporary (dense or sparse)
+    largest = max(abs(float(X.max())), abs(float(X.min())))
     if not np.isfinite(largest * largest * X.shape[0] * X.shape[1]):
         raise ValueError(
             f"X has entries up to {largest:.3g} in magnitude: the sums of their "
