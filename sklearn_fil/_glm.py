@@ -237,7 +237,12 @@ def fit_glm(
 
     if w0 is None and X.shape[0] >= 4 * WARM_START_ROWS:
         args = (loss, lam, fit_intercept, penalize_intercept, tol, max_iter)
-        w0, _ = fit_glm(*_strided_rows(X, y, omega, WARM_START_ROWS), *args)
+        try:
+            w0, _ = fit_glm(*_strided_rows(X, y, omega, WARM_START_ROWS), *args)
+        except ValueError:
+            # the subsample may have no unique minimiser where the data do
+            # (lam=0: separable, or a column zero on its rows): start at zero
+            w0 = None
     w = np.zeros(p) if w0 is None else w0.copy()
     f, factor, last = None, None, np.inf
     for it in range(1, max_iter + 1):

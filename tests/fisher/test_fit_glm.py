@@ -89,3 +89,17 @@ def test_the_certificate_still_holds(problem):
     passes = _glm.RowPasses(X, y, omega, "logistic", True)
     reg = _glm.penalty(D + 1, omega.sum(), LAM, True, False)
     assert np.linalg.norm(passes.gradient(w) + reg * w) <= gtol
+
+
+def test_a_subsample_without_a_minimiser_does_not_stop_the_fit(problem):
+    # lam=0 and a column that is zero on every row of the strided subsample:
+    # the subsample's Hessian is singular, the data's is not
+    X, y, omega = problem
+    X = X.copy()
+    stride = N // _glm.WARM_START_ROWS
+    X[::stride, 2] = 0.0
+    w, _ = _glm.fit_glm(X, y, omega, "logistic", 0.0, True, False, 1e-10, 100)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(_glm, "WARM_START_ROWS", N)
+        w_plain, _ = _glm.fit_glm(X, y, omega, "logistic", 0.0, True, False, 1e-10, 100)
+    assert_allclose(w, w_plain, rtol=1e-12, atol=0)
