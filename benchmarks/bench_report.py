@@ -282,8 +282,8 @@ def time_breakdown(X, y, w, model):
     quiet_blas = engine._quiet_blas
 
     @contextlib.contextmanager
-    def timed_quiet_blas(X):
-        with quiet_blas(X) as gemm:
+    def timed_quiet_blas(X, n_columns):
+        with quiet_blas(X, n_columns) as gemm:
             yield None if gemm is None else timed("gemm", gemm)
 
     best = None

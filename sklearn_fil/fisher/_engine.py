@@ -691,7 +691,7 @@ def _per_example_pass(problem, rotations):
     fil, dfil = np.empty(n), np.empty(n)
     attribute_fil = np.empty((n, len(rotations.layout.attributes)))
     omega2 = problem.omega2
-    with _quiet_blas(X) as gemm:
+    with _quiet_blas(X, rotations.rot.shape[1]) as gemm:
         for sl in gen_batches(n, problem.chunk):
             rotations.run(
                 X,
@@ -708,8 +708,13 @@ def _per_example_pass(problem, rotations):
     return fil, dfil, attribute_fil
 
 
+# Entries of the per-example GEMM's output below which the plain product is
+# used: setting up the threads (a few ms) would cost more than the spin saved.
+_QUIET_BLAS_MIN_ENTRIES = 2**21
+
+
 @contextmanager
-def _quiet_blas(X):
+def _quiet_blas(X, n_columns):
     """A chunk GEMM that leaves no BLAS thread spinning for the kernel after it.
 
     OpenBLAS's pool threads busy-wait for a while after each call, taking the
@@ -718,11 +723,15 @@ def _quiet_blas(X):
     each chunk's product is split by rows over as many Python threads as BLAS
     has, each calling BLAS limited to one thread: the same products, nothing
     left spinning. Yields ``gemm(A, M, out)``, or None (the plain product)
-    for sparse ``X`` or a single BLAS thread.
+    for sparse ``X``, a small product (``n_columns`` per row) or a single
+    BLAS thread.
     """
+    if issparse(X) or X.shape[0] * n_columns < _QUIET_BLAS_MIN_ENTRIES:
+        yield None
+        return
     blas = [info for info in threadpool_info() if info.get("user_api") == "blas"]
     n_threads = max((info["num_threads"] for info in blas), default=1)
-    if issparse(X) or n_threads < 2:
+    if n_threads < 2:
         yield None
         return
     with (

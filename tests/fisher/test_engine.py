@@ -514,3 +514,20 @@ def test_engine_rejects_non_binary_logistic_labels_and_singular_hessian():
         fisher_information_loss(X, X[:, 0], np.zeros(3), loss="logistic", lam=0.1)
     with pytest.raises(ValueError, match="lam > 0"):
         fisher_information_loss(X[:2], X[:2, 0], np.zeros(3))
+
+
+@pytest.mark.parametrize("loss", ["squared", "logistic"])
+def test_row_split_gemm_gives_the_plain_report_and_restores_blas(loss, monkeypatch):
+    # the per-example GEMM split over single-threaded BLAS calls (used above
+    # a size threshold) computes the same report and leaves BLAS as it was
+    from threadpoolctl import threadpool_info
+
+    from sklearn_fil.fisher import _engine
+
+    problem = _invariance_problem(loss)
+    before = [info["num_threads"] for info in threadpool_info()]
+    monkeypatch.setattr(_engine, "_QUIET_BLAS_MIN_ENTRIES", 0)
+    split = run_engine(problem, chunk_size=7)
+    assert [info["num_threads"] for info in threadpool_info()] == before
+    monkeypatch.setattr(_engine, "_QUIET_BLAS_MIN_ENTRIES", np.inf)
+    assert_reports_close(split, run_engine(problem, chunk_size=7), rtol=1e-13)
