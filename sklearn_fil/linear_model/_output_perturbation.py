@@ -25,7 +25,6 @@ from sklearn_fil.linear_model._base import (
     SquaredLossMixin,
 )
 from sklearn_fil.linear_model._per_instance import per_instance_columns
-from sklearn_fil.utils import _sparse
 from sklearn_fil.utils._clipping import clip_rows, row_norms
 from sklearn_fil.utils._sklearn_compat import Interval, StrOptions
 
@@ -519,13 +518,11 @@ class OutputPerturbedLogisticRegression(LogisticLossMixin, _OutputPerturbed):
                 f"columns: each of the {len(groups)} one-hot group(s) puts a 1 in "
                 f"every row, so data_norm must exceed sqrt({len(groups)})."
             )
-        sparse = _sparse.issparse(X)
-        clip = _sparse.clip_rows if sparse else clip_rows
-        clipped, self.n_clipped_ = clip(X, self.data_norm, exempt=exempt)
+        clipped, self.n_clipped_ = clip_rows(X, self.data_norm, exempt=exempt)
         n = X.shape[0]
         if self.n_clipped_ > n / 2:
             free = np.setdiff1d(np.arange(X.shape[1]), exempt)
-            norms = (_sparse.row_norms if sparse else row_norms)(X[:, free])
+            norms = row_norms(X[:, free])
             median = float(np.median(norms))
             warnings.warn(
                 f"data_norm={self.data_norm:g} clipped {self.n_clipped_} of {n} "

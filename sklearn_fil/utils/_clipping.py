@@ -2,13 +2,17 @@
 
 One owner for both: the estimators clip their training rows with
 :func:`clip_rows`, and the attacks, which re-run the training recipe, clip
-theirs with the same function, so the two can never drift apart.
+theirs with the same function, so the two can never drift apart. Both take
+dense rows or a CSR array, whose stored values alone are touched (the sparse
+row primitives live in :mod:`sklearn_fil.utils._sparse`).
 """
 
 # Authors: The sklearn-fil developers
 # SPDX-License-Identifier: BSD-3-Clause
 
 import numpy as np
+
+from sklearn_fil.utils import _sparse
 
 
 def row_norms(X):
@@ -22,7 +26,7 @@ def row_norms(X):
 
     Parameters
     ----------
-    X : ndarray of shape (n_samples, n_features)
+    X : {ndarray, csr_array} of shape (n_samples, n_features)
         Finite rows.
 
     Returns
@@ -37,6 +41,8 @@ def row_norms(X):
     >>> row_norms(np.array([[3e200, 4e200], [3e-200, 4e-200]])) / 5
     array([1.e+200, 1.e-200])
     """
+    if _sparse.issparse(X):
+        return _sparse.row_norms(X)
     X = np.asarray(X, dtype=np.float64)
     scale = np.max(np.abs(X), axis=1, initial=0.0)
     safe = np.where(scale > 0, scale, 1.0)
@@ -60,7 +66,7 @@ def clip_rows(X, max_norm, exempt=()):
 
     Parameters
     ----------
-    X : ndarray of shape (n_samples, n_features)
+    X : {ndarray, csr_array} of shape (n_samples, n_features)
         Finite rows.
     max_norm : float
         Bound on the L2 norm of every returned row, > 0.
@@ -70,8 +76,9 @@ def clip_rows(X, max_norm, exempt=()):
 
     Returns
     -------
-    clipped : ndarray of shape (n_samples, n_features)
-        A new array; rows already within the bound are unchanged.
+    clipped : {ndarray, csr_array} of shape (n_samples, n_features)
+        A new array, of the input's kind; rows already within the bound are
+        unchanged.
     n_clipped : int
         Number of rows that were rescaled.
 
@@ -84,23 +91,54 @@ def clip_rows(X, max_norm, exempt=()):
     >>> clipped[0], n_clipped
     (array([1.03923048, 1.38564065, 1.        , 0.        ]), 1)
     """
-    X = np.asarray(X, dtype=np.float64)
     exempt = np.asarray(exempt, dtype=np.intp)
+    if _sparse.issparse(X):
+        return _clip_csr(X, max_norm, exempt)
+    X = np.asarray(X, dtype=np.float64)
     budget = float(max_norm)
     if exempt.size:
         fixed = np.einsum("ij,ij->i", X[:, exempt], X[:, exempt])
-        if np.ptp(fixed) > 0 or not fixed[0] < max_norm**2:
-            raise ValueError(
-                f"The exempt columns must have the same squared norm in every row, "
-                f"below max_norm^2 = {max_norm**2:g}; got squared norms from "
-                f"{fixed.min():g} to {fixed.max():g}."
-            )
-        budget = float(np.sqrt(max_norm**2 - fixed[0]))
+        budget = _free_budget(fixed, max_norm)
     free = np.setdiff1d(np.arange(X.shape[1]), exempt)
-    norms = row_norms(X[:, free])
+    scale, n_clipped = _row_scales(row_norms(X[:, free]), budget)
+    clipped = X.copy()
+    clipped[:, free] *= scale[:, None]
+    return clipped, n_clipped
+
+
+def _clip_csr(X, max_norm, exempt):
+    """:func:`clip_rows` of a CSR ``X``, on its stored values."""
+    n, d = X.shape
+    rows = _sparse.row_ids(X)
+    is_exempt = np.zeros(d, dtype=bool)
+    is_exempt[exempt] = True
+    on_exempt = is_exempt[X.indices]
+    budget = float(max_norm)
+    if exempt.size:
+        fixed = np.bincount(rows[on_exempt], X.data[on_exempt] ** 2, minlength=n)
+        budget = _free_budget(fixed, max_norm)
+    free = ~on_exempt
+    norms = _sparse.entry_norms(rows[free], X.data[free], n)
+    scale, n_clipped = _row_scales(norms, budget)
+    clipped = X.copy()
+    clipped.data[free] *= scale[rows[free]]
+    return clipped, n_clipped
+
+
+def _free_budget(fixed, max_norm):
+    """Norm left to the free columns, given each row's exempt squared norm."""
+    if np.ptp(fixed) > 0 or not fixed[0] < max_norm**2:
+        raise ValueError(
+            f"The exempt columns must have the same squared norm in every row, "
+            f"below max_norm^2 = {max_norm**2:g}; got squared norms from "
+            f"{fixed.min():g} to {fixed.max():g}."
+        )
+    return float(np.sqrt(max_norm**2 - fixed[0]))
+
+
+def _row_scales(norms, budget):
+    """Factor of every row that brings its norm within ``budget``; how many."""
     over = norms > budget
     scale = np.ones_like(norms)
     scale[over] = budget / norms[over]
-    clipped = X.copy()
-    clipped[:, free] *= scale[:, None]
-    return clipped, int(over.sum())
+    return scale, int(over.sum())

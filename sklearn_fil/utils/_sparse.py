@@ -4,10 +4,9 @@ The GLM estimators and the FIL engine accept scipy sparse input (the default
 output of :class:`~sklearn.preprocessing.OneHotEncoder` and of a
 :class:`~sklearn.compose.ColumnTransformer`) without densifying it: every
 stage works on the ``nnz`` stored values, or on dense temporaries of a chunk
-of rows. This module owns the row operations that have no scipy one-liner:
-scaling rows, their overflow-safe L2 norms and the ``data_norm`` clipping,
-each the sparse twin of :mod:`sklearn_fil.utils._clipping` with the same
-semantics (the tests check them against it).
+of rows. This module owns the row operations that have no scipy one-liner: scaling
+rows and their overflow-safe L2 norms, with which
+:mod:`sklearn_fil.utils._clipping` clips CSR rows as it clips dense ones.
 """
 
 # Authors: The sklearn-fil developers
@@ -67,7 +66,7 @@ def scale_rows(X, scale):
     return out
 
 
-def _norms(rows, values, n):
+def entry_norms(rows, values, n):
     """Overflow-safe L2 norms of ``n`` rows given as (row id, value) pairs."""
     values = np.abs(values)
     scale = np.zeros(n)
@@ -99,67 +98,7 @@ def row_norms(X):
     >>> row_norms(sparse.csr_array(np.array([[3e200, 0, 4e200], [0, 0, 3e-200]])))
     array([5.e+200, 3.e-200])
     """
-    return _norms(row_ids(X), X.data, X.shape[0])
-
-
-def clip_rows(X, max_norm, exempt=()):
-    """Scale every row of a CSR ``X`` down to L2 norm at most ``max_norm``.
-
-    The sparse twin of :func:`sklearn_fil.utils._clipping.clip_rows`, with
-    its semantics: the ``exempt`` columns (one-hot groups) are left as they
-    are and must have the same squared norm in every row, below
-    ``max_norm^2``; the other entries of a row are clipped to the remaining
-    budget. Only the stored values are touched.
-
-    Parameters
-    ----------
-    X : csr_array of shape (n_samples, n_features)
-        Finite rows.
-    max_norm : float
-        Bound on the L2 norm of every returned row, > 0.
-    exempt : sequence of int, default=()
-        Columns not to rescale.
-
-    Returns
-    -------
-    clipped : csr_array of shape (n_samples, n_features)
-        A new array; rows already within the bound are unchanged.
-    n_clipped : int
-        Number of rows that were rescaled.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from scipy import sparse
-    >>> from sklearn_fil.utils._sparse import clip_rows
-    >>> X = sparse.csr_array(np.array([[3.0, 4.0, 1.0, 0.0], [0.1, 0.0, 0.0, 1.0]]))
-    >>> clipped, n_clipped = clip_rows(X, 2.0, exempt=[2, 3])
-    >>> clipped.toarray()[0], n_clipped
-    (array([1.03923048, 1.38564065, 1.        , 0.        ]), 1)
-    """
-    n, d = X.shape
-    rows = row_ids(X)
-    is_exempt = np.zeros(d, dtype=bool)
-    is_exempt[np.asarray(exempt, dtype=np.intp)] = True
-    on_exempt = is_exempt[X.indices]
-    budget = float(max_norm)
-    if is_exempt.any():
-        fixed = np.bincount(rows[on_exempt], X.data[on_exempt] ** 2, minlength=n)
-        if np.ptp(fixed) > 0 or not fixed[0] < max_norm**2:
-            raise ValueError(
-                f"The exempt columns must have the same squared norm in every row, "
-                f"below max_norm^2 = {max_norm**2:g}; got squared norms from "
-                f"{fixed.min():g} to {fixed.max():g}."
-            )
-        budget = float(np.sqrt(max_norm**2 - fixed[0]))
-    free = ~on_exempt
-    norms = _norms(rows[free], X.data[free], n)
-    over = norms > budget
-    scale = np.ones_like(norms)
-    scale[over] = budget / norms[over]
-    clipped = X.copy()
-    clipped.data[free] *= scale[rows[free]]
-    return clipped, int(over.sum())
+    return entry_norms(row_ids(X), X.data, X.shape[0])
 
 
 def rowwise_dot(X, M):

@@ -200,13 +200,13 @@ def test_sparse_row_norms_and_clipping_match_the_dense_twins():
     X[1, :4] /= 1e200
     Xs = sparse.csr_array(X)
     for exempt in ([], [4, 5]):
-        clipped, n_clipped = _sparse.clip_rows(Xs, 1.5, exempt=exempt)
+        clipped, n_clipped = _clipping.clip_rows(Xs, 1.5, exempt=exempt)
         expected, n_expected = _clipping.clip_rows(X, 1.5, exempt=exempt)
         assert n_clipped == n_expected > 0
         assert_allclose(clipped.toarray(), expected, rtol=1e-15)
         assert_allclose(Xs.toarray(), X)  # the input is kept
     with pytest.raises(ValueError, match="same squared norm in every row"):
-        _sparse.clip_rows(Xs, 1.5, exempt=[0])
+        _clipping.clip_rows(Xs, 1.5, exempt=[0])
 
 
 def test_detect_onehot_groups_reads_sparse_columns():
