@@ -60,6 +60,23 @@ def check_norms(indices, all_rows, norms, marks, stamp):
 
 
 @numba.njit(cache=True, nogil=True)
+def _put(levels, counts, lvl, count):
+    """Add ``count`` steps at ``lvl`` to one block of slots; False if it is full.
+
+    The slot already holding ``lvl`` grows, else the first empty one takes it.
+    """
+    for s in range(counts.shape[0]):
+        if counts[s] == 0:
+            levels[s] = lvl
+            counts[s] = count
+            return True
+        if levels[s] == lvl:
+            counts[s] += count
+            return True
+    return False
+
+
+@numba.njit(cache=True, nogil=True)
 def _add_steps(i, lvl, count, slot_level, slot_count, link, pool, used, seen):
     """Add ``count`` steps at level ``lvl`` to example ``i``'s histogram.
 
@@ -69,25 +86,13 @@ def _add_steps(i, lvl, count, slot_level, slot_count, link, pool, used, seen):
     """
     pool_level, pool_count, pool_next = pool
     seen[lvl] = True
-    for s in range(slot_count.shape[1]):
-        if slot_count[i, s] == 0:
-            slot_level[i, s] = lvl
-            slot_count[i, s] = count
-            return used
-        if slot_level[i, s] == lvl:
-            slot_count[i, s] += count
-            return used
+    if _put(slot_level[i], slot_count[i], lvl, count):
+        return used
     b = link[i]
     last = -1
     while b >= 0:
-        for s in range(pool_count.shape[1]):
-            if pool_count[b, s] == 0:
-                pool_level[b, s] = lvl
-                pool_count[b, s] = count
-                return used
-            if pool_level[b, s] == lvl:
-                pool_count[b, s] += count
-                return used
+        if _put(pool_level[b], pool_count[b], lvl, count):
+            return used
         last = b
         b = pool_next[b]
     if used >= pool_count.shape[0]:
