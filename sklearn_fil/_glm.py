@@ -121,6 +121,8 @@ class SPDFactor:
     ----------
     H : ndarray of shape (p, p)
         Symmetric Hessian.
+    reg : ndarray of shape (p,), default=None
+        Added to the diagonal of ``H`` (the penalty), without a copy of ``H``.
 
     Raises
     ------
@@ -130,8 +132,8 @@ class SPDFactor:
         unique, or not determined to working precision, and its FIL unbounded.
     """
 
-    def __init__(self, H):
-        diag = np.diag(H)
+    def __init__(self, H, reg=None):
+        diag = np.diag(H) if reg is None else np.diag(H) + reg
         if not np.all(diag > 0):
             j = int(np.argmin(diag))
             raise ValueError(
@@ -142,7 +144,10 @@ class SPDFactor:
                 "are not, e.g. with separable classes; set lam > 0."
             )
         self.scale = 1.0 / np.sqrt(diag)
-        eval_, evec = linalg.eigh(H * np.outer(self.scale, self.scale))
+        S = H * np.outer(self.scale, self.scale)
+        if reg is not None:
+            S[np.diag_indices_from(S)] = diag * self.scale**2  # ones, to rounding
+        eval_, evec = linalg.eigh(S)
         if not eval_[-1] > 0 or eval_[0] <= SINGULAR_RTOL * eval_[-1]:
             raise ValueError(
                 "The Hessian of the objective is singular to working precision "
@@ -179,6 +184,7 @@ def fit_glm(
     max_iter,
     w0=None,
     gtol=None,
+    return_loss_hessian=False,
 ):
     """Minimise ``sum_i omega_i l(w^T x~_i, y_i) + (n lam / 2) ||w||^2``.
 
@@ -215,6 +221,11 @@ def fit_glm(
     n_iter : int
         Iterations on the full data, Newton or chord (1 for the exact
         squared-loss solve).
+    loss_hessian : ndarray of shape (p, p) or None
+        Only with ``return_loss_hessian``: ``X~^T diag(omega l'') X~`` at
+        ``w``, without the penalty, when the fit computed it there: for the
+        squared loss (whose ``l'' = 1`` does not depend on ``w``), None for
+        the logistic loss (its last Hessian is at the step's start).
     """
     passes = (DaskRowPasses if is_dask(X) else RowPasses)(
         X, y, omega, loss, fit_intercept
@@ -223,14 +234,14 @@ def fit_glm(
     reg = penalty(p, passes.n_eff, lam, fit_intercept, penalize_intercept)
 
     def hessian(w):
-        """Gradient at ``w`` and the factorised Hessian there."""
-        H, g = passes.newton_system(w)
-        H[np.diag_indices(p)] += reg
-        return g + reg * w, SPDFactor(H)
+        """Gradient at ``w``, the factorised Hessian there and its loss part."""
+        gram, g = passes.newton_system(w)
+        return g + reg * w, SPDFactor(gram, reg), gram
 
     if loss == "squared":  # one exact step from zero
-        g, factor = hessian(np.zeros(p))
-        return -factor.solve(g), 1
+        g, factor, gram = hessian(np.zeros(p))
+        w = -factor.solve(g)
+        return (w, 1, gram) if return_loss_hessian else (w, 1)
 
     def objective(w):
         return passes.objective(w) + 0.5 * float(reg @ (w * w))
@@ -253,15 +264,15 @@ def fit_glm(
             if small < size <= CHORD_CONTRACTION * last:
                 w, f, last = w - step, None, size
                 continue
-        g, factor = hessian(w)
+        g, factor, _ = hessian(w)
         step = factor.solve(g)
         if vector_norm(step) <= small:
             # inside the region of quadratic convergence: a last full step
             w_new = w - step
-            if gtol is None:
-                return w_new, it
-            if vector_norm(passes.gradient(w_new) + reg * w_new) <= gtol:
-                return w_new, it
+            if gtol is None or (
+                vector_norm(passes.gradient(w_new) + reg * w_new) <= gtol
+            ):
+                return (w_new, it, None) if return_loss_hessian else (w_new, it)
             w, f, factor = w_new, None, None  # not certified yet: go on
             continue
         w_new, f = _line_search(objective, w, objective(w) if f is None else f, g, step)

@@ -119,6 +119,7 @@ def leave_one_out(
     tol=LOO_TOL,
     max_iter=100,
     return_shifts=False,
+    hessian=None,
 ):
     """``w_-i`` and ``Delta_i = ||w* - w_-i||`` for every example ``i``.
 
@@ -142,6 +143,10 @@ def leave_one_out(
         Iterations of the logistic problems.
     return_shifts : bool, default=False
         Whether to return ``w_-i - w*`` (``n x p`` memory).
+    hessian : ndarray of shape (n_params, n_params), default=None
+        The penalised Hessian at ``w`` when the caller has it (the engine's
+        :attr:`~sklearn_fil.fisher.FisherInformationLoss.hessian`): it saves
+        the Gram. Trusted as given.
 
     Returns
     -------
@@ -157,9 +162,10 @@ def leave_one_out(
         return X @ v[:d] + (v[d] if fit_intercept else 0.0)
 
     r, c = family.derivatives(margins(w), y)
-    H = weighted_gram(X, omega * c, fit_intercept, chunk)
-    H[np.diag_indices(p)] += reg
-    factor = SPDFactor(H)
+    if hessian is None:
+        hessian = weighted_gram(X, omega * c, fit_intercept, chunk)
+        hessian[np.diag_indices(p)] += reg
+    factor = SPDFactor(hessian)
     # one Newton step from w: the exact minimiser to second order
     w_hat = w - factor.solve(augment_rmatvec(X, omega * r, fit_intercept) + reg * w)
     m_hat = margins(w_hat)

@@ -7,7 +7,7 @@ import itertools
 import warnings
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cached_property, partial
 
 import numpy as np
@@ -68,6 +68,9 @@ class FisherInformationLoss:
         FIL of each group of examples, keyed by group label.
     n_private : int
         Number ``k`` of private coordinates per example.
+    hessian : ndarray of shape (n_params, n_params)
+        Hessian ``H`` of the regularised objective at ``coef`` (intercept
+        last), the matrix whose inverse every Jacobian holds.
     """
 
     fil: np.ndarray
@@ -79,6 +82,7 @@ class FisherInformationLoss:
     dataset_fil: float
     group_fil: dict | None
     n_private: int
+    hessian: np.ndarray
 
 
 def _matmul_into(A, M, out):
@@ -167,6 +171,7 @@ def fisher_information_loss(
     private_label=True,
     onehot_groups=None,
     groups=None,
+    loss_hessian=None,
     chunk_size=None,
 ):
     """Fisher information loss of the Gaussian release of a fitted GLM.
@@ -218,6 +223,16 @@ def fisher_information_loss(
         on the tangent space of the constraint.
     groups : array-like of shape (n_samples,), default=None
         Group label of each example, for the FIL of every group.
+    loss_hessian : ndarray of shape (n_params, n_params), default=None
+        The Hessian of the weighted loss at ``coef``, without the penalty:
+        ``X~^T diag(omega_i l''_i) X~`` with ``X~ = [X, 1]`` (the intercept
+        last), e.g. the Gram a Newton fit computed at its last step (for the
+        squared loss it does not depend on ``coef``). Given, its pass over the
+        data (a Gram, as costly as ``X.T @ X``) is saved. It is checked
+        against the data on one of its columns, as scikit-learn checks a
+        precomputed Gram, and must be symmetric. NumPy and sparse
+        ``X`` only: on a Dask array the Gram is part of the one pass that
+        computes every other sum.
     chunk_size : int, default=None
         Rows processed at once; the default keeps the temporaries near
         512 MiB (32 MiB for sparse ``X``). Results do not depend on it.
@@ -295,6 +310,11 @@ def fisher_information_loss(
     if is_dask(X):  # data larger than memory: sklearn_fil.fisher._dask
         from sklearn_fil.fisher._dask import dask_fisher_information_loss
 
+        if loss_hessian is not None:
+            raise ValueError(
+                "loss_hessian is for in-memory X: on a Dask array the Hessian's "
+                "Gram is computed in the same pass as every other sum."
+            )
         return dask_fisher_information_loss(
             X,
             y,
@@ -318,6 +338,10 @@ def fisher_information_loss(
     problem = _Problem(
         X, y, coef, intercept, loss, lam, omega, penalize_intercept, chunk
     )
+    if loss_hessian is not None:
+        problem = replace(
+            problem, loss_hessian=_check_loss_hessian(loss_hessian, problem)
+        )
     return _fisher_information_loss(problem, sigma, private_label, onehot, groups)
 
 
@@ -329,7 +353,8 @@ class _Problem:
     the margins. ``X`` is a dense array or a canonical CSR array. The stages
     after :func:`_example_sums` read only the model (``coef``, ``intercept``,
     ``loss``, ``lam``, ``penalize_intercept``), so the Dask path runs them on a
-    problem without data.
+    problem without data. ``loss_hessian``, when the caller has it, is the
+    Gram ``X~^T diag(omega c) X~`` (checked by :func:`_check_loss_hessian`).
     """
 
     X: object
@@ -341,6 +366,7 @@ class _Problem:
     omega: np.ndarray
     penalize_intercept: bool
     chunk: int
+    loss_hessian: np.ndarray | None = None
 
     @property
     def has_b(self):
@@ -375,6 +401,52 @@ class _Problem:
         return _glm.augment_rmatvec(self.rows(rows), v, self.has_b)
 
 
+# Relative difference between a given loss Hessian and one of its columns
+# recomputed from the data above which it is refused: the two sums run in
+# different orders, so they agree to rounding, not bitwise.
+_LOSS_HESSIAN_RTOL = 1e-8
+
+
+def _check_loss_hessian(loss_hessian, problem):
+    """``loss_hessian`` checked: shape, finite, symmetric, one column recomputed.
+
+    Column ``j = d // 2`` of ``X~^T diag(omega c) X~`` costs one product with
+    ``X`` (a ``p x p`` Gram costs ``p / 2`` of them), and catches a Hessian of
+    other data, other weights, another ``coef`` (logistic), or with the
+    penalty added.
+    """
+    H = check_array(loss_hessian, dtype=np.float64, input_name="loss_hessian")
+    w = problem.w
+    if H.shape != (w.size, w.size):
+        raise ValueError(
+            f"loss_hessian must have shape ({w.size}, {w.size}) (the intercept "
+            f"last); got {H.shape}."
+        )
+    size = np.sqrt(np.outer(*2 * [np.abs(np.diag(H))]))  # bounds |H_jk| if PSD
+    if not np.all(np.abs(H - H.T) <= _LOSS_HESSIAN_RTOL * size):
+        raise ValueError(
+            f"loss_hessian must be symmetric (to a relative {_LOSS_HESSIAN_RTOL:.0e})."
+        )
+    H = 0.5 * (H + H.T)
+    X, j = problem.X, problem.coef.size // 2
+    _, c = problem.derivatives
+    kappa = problem.omega * c
+    xj = X[:, [j]].toarray().ravel() if issparse(X) else X[:, j]
+    column = problem.rmatvec(kappa * xj)
+    # |sum_i kappa_i x_ij x_ik| <= sqrt(H_jj H_kk) (Cauchy-Schwarz, kappa >= 0)
+    # bounds the terms, hence the rounding, of entry k
+    err = np.abs(column - H[:, j])
+    bound = _LOSS_HESSIAN_RTOL * np.sqrt(abs(column[j]) * np.abs(np.diag(H)))
+    if not np.all(err <= bound):
+        k = int(np.argmax(err - bound))
+        raise ValueError(
+            f"loss_hessian does not match the data: its entry ({k}, {j}) is "
+            f"{H[k, j]:.6e}, X~^T diag(omega l'') X~ has {column[k]:.6e}. Pass "
+            "the Hessian of the weighted loss at coef, without the penalty."
+        )
+    return H
+
+
 def _fisher_information_loss(problem, sigma, private_label, onehot, groups):
     """:func:`fisher_information_loss` on validated input, stage by stage."""
     layout = _AttributeLayout.of(problem.X.shape[1], onehot, private_label)
@@ -391,7 +463,7 @@ def _assemble(problem, sums, layout, sigma, per_example):
     ``per_example(rotations)`` returns ``fil, dfil, mse_bound,
     attribute_fil``: NumPy arrays here, lazy Dask arrays on the Dask path.
     """
-    H_inv = _hessian(problem, sums)
+    H, H_inv = _hessian(problem, sums)
     fil, dfil, mse_bound, attribute_fil = per_example(
         _Rotations.of(problem, H_inv, layout, sigma)
     )
@@ -408,6 +480,7 @@ def _assemble(problem, sums, layout, sigma, per_example):
         dataset_fil=float(dataset_fil),
         group_fil=group_fil,
         n_private=layout.n_private,
+        hessian=H,
     )
 
 
@@ -488,7 +561,11 @@ def _example_sums(problem, private_label, groups, same_gram):
     need_c0 = private_label and problem.loss != "squared"
     return _Sums(
         n_eff=float(omega.sum()),
-        hess=problem.gram(omega * c),
+        hess=(
+            problem.gram(omega * c)
+            if problem.loss_hessian is None
+            else problem.loss_hessian
+        ),
         grad=problem.rmatvec(omega * r),
         grad_scale=grad_scale,
         C2=None if same_gram else problem.gram(cc),
@@ -500,7 +577,7 @@ def _example_sums(problem, private_label, groups, same_gram):
 
 
 def _hessian(problem, sums):
-    """``H^-1`` at the minimiser; warns when ``coef`` is not one."""
+    """``H`` and ``H^-1`` at the minimiser; warns when ``coef`` is not one."""
     w = problem.w
     reg = _glm.penalty(
         w.size, sums.n_eff, problem.lam, problem.has_b, problem.penalize_intercept
@@ -518,7 +595,7 @@ def _hessian(problem, sums):
             NotAMinimiserWarning,
             stacklevel=5,
         )
-    return H_inv
+    return H, H_inv
 
 
 def _abs_rmatvec(X, v):

@@ -17,6 +17,7 @@ from typing import ClassVar
 import numpy as np
 import pandas as pd
 from scipy.special import expit
+from sklearn import config_context
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
 from sklearn.utils.multiclass import check_classification_targets, type_of_target
 from sklearn.utils.validation import check_is_fitted, validate_data
@@ -138,11 +139,12 @@ class BaseReleasedGLM(GuaranteeMixin, BaseEstimator):
         """Noise std of the release (before the fit); ``sigma`` by default."""
         return float(self.sigma)
 
-    def _per_instance_columns(self, X, y, w, omega, delta):
+    def _per_instance_columns(self, X, y, w, omega, delta, hessian):
         """Report columns of each example's own leakage (none by default).
 
         Called with the rows as fitted, the encoded targets, the minimiser,
-        the scaled example weights and the guarantee's δ (or None).
+        the scaled example weights, the guarantee's δ (or None) and the
+        penalised Hessian at the minimiser.
         """
         return {}
 
@@ -207,7 +209,7 @@ class BaseReleasedGLM(GuaranteeMixin, BaseEstimator):
             attribute_names,
             index,
             rel_mse_bound=relative_mse_bound(result.attribute_fil, variance, sizes),
-            **self._per_instance_columns(X, y, w, omega, delta),
+            **self._per_instance_columns(X, y, w, omega, delta, result.hessian),
         )
         self.attribute_fil_ = pd.Series(
             result.total_attribute_fil, index=attribute_names, name="fil"
@@ -264,7 +266,12 @@ class BaseReleasedGLM(GuaranteeMixin, BaseEstimator):
         return None, 1
 
     def _minimise(self, X, y, omega, w0=None):
-        """The weighted minimiser, certified when there is a guarantee."""
+        """The weighted minimiser, certified when there is a guarantee.
+
+        Returns ``(w, n_iter, loss_hessian)``, the last as
+        :func:`~sklearn_fil._glm.fit_glm` gives it (None when the fit did not
+        compute it at ``w``).
+        """
         sensitivity = self._sensitivity(omega)
         gtol = None
         if sensitivity is not None:
@@ -283,24 +290,31 @@ class BaseReleasedGLM(GuaranteeMixin, BaseEstimator):
             max_iter,
             w0=w0,
             gtol=gtol,
+            return_loss_hessian=True,
         )
 
-    def _fil(self, X, y, w, omega, groups):
-        """The engine's FIL of the release centred at ``w``."""
+    def _fil(self, X, y, w, omega, groups, loss_hessian=None):
+        """The engine's FIL of the release centred at ``w``.
+
+        ``X``, ``y`` and ``omega`` were validated by the fit, so the engine
+        does not check their values again.
+        """
         d = X.shape[1]
-        return fisher_information_loss(
-            X,
-            y,
-            w[:d],
-            float(w[d]) if self.fit_intercept else None,
-            loss=self._loss,
-            lam=self.lam,
-            sigma=self.sigma_,
-            sample_weight=omega,
-            penalize_intercept=self.penalize_intercept,
-            private_label=self.private_label,
-            onehot_groups=list(groups.values()) or None,
-        )
+        with config_context(assume_finite=True):
+            return fisher_information_loss(
+                X,
+                y,
+                w[:d],
+                float(w[d]) if self.fit_intercept else None,
+                loss=self._loss,
+                lam=self.lam,
+                sigma=self.sigma_,
+                sample_weight=omega,
+                penalize_intercept=self.penalize_intercept,
+                private_label=self.private_label,
+                onehot_groups=list(groups.values()) or None,
+                loss_hessian=loss_hessian,
+            )
 
     # -- what the fitted model offers -----------------------------------------
 

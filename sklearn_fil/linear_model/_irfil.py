@@ -173,8 +173,8 @@ class _IRFIL(BaseReleasedGLM):
         w = None
         for it in range(self.n_iter + 1):
             # warm start: successive weights are close, so are the minimisers
-            w, _ = self._minimise(X, y, omega, w0=w)
-            result = self._fil(X, y, w, omega, groups)
+            w, _, loss_hessian = self._minimise(X, y, omega, w0=w)
+            result = self._fil(X, y, w, omega, groups, loss_hessian)
             eta = (
                 result.fil
                 if key is None

@@ -84,16 +84,23 @@ class _OutputPerturbed(BaseReleasedGLM):
         return self._fit_clean(X, y, sample_weight)
 
     def _solve(self, X, y, omega, groups):
-        w, self.n_iter_ = self._minimise(X, y, omega)
-        return w, omega, self._fil(X, y, w, omega, groups)
+        w, self.n_iter_, loss_hessian = self._minimise(X, y, omega)
+        return w, omega, self._fil(X, y, w, omega, groups, loss_hessian)
 
     def _per_instance_exact(self, n_samples):
         """Whether the report holds the exact ``Delta_i`` or its bound."""
         return True
 
-    def _per_instance_columns(self, X, y, w, omega, delta):
+    def _per_instance_columns(self, X, y, w, omega, delta, hessian):
         return per_instance_columns(
-            self, X, y, w, omega, delta, exact=self._per_instance_exact(X.shape[0])
+            self,
+            X,
+            y,
+            w,
+            omega,
+            delta,
+            exact=self._per_instance_exact(X.shape[0]),
+            hessian=hessian,
         )
 
 

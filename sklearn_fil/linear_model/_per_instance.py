@@ -43,7 +43,7 @@ def _epsilon(sensitivity, sigma, delta):
     return eps
 
 
-def per_instance_columns(estimator, X, y, w, omega, delta, *, exact=True):
+def per_instance_columns(estimator, X, y, w, omega, delta, *, exact=True, hessian=None):
     """``loo_sensitivity`` (or its bound), ``epsilon`` and ``epsilon_replace_one``.
 
     Parameters
@@ -64,6 +64,9 @@ def per_instance_columns(estimator, X, y, w, omega, delta, *, exact=True):
         Whether to compute ``Delta_i`` (by leave-one-out refits, see
         :mod:`sklearn_fil._leave_one_out`) or to report its strong-convexity
         bound ``b_i`` (``inf`` where there is none).
+    hessian : ndarray of shape (n_params, n_params), default=None
+        The penalised Hessian at ``w``, if known: the refits then skip its
+        Gram.
 
     Returns
     -------
@@ -88,6 +91,7 @@ def per_instance_columns(estimator, X, y, w, omega, delta, *, exact=True):
             estimator.lam,
             estimator.fit_intercept,
             estimator.penalize_intercept,
+            hessian=hessian,
         ).sensitivity
     else:
         sensitivity = np.full(n, np.inf) if bound is None else bound.copy()

