@@ -68,7 +68,23 @@ import scipy.sparse as sp
 from sklearn.utils import gen_batches
 from sklearn.utils.sparsefuncs import mean_variance_axis
 
-_ROWS_PER_CHUNK = 65536  # rows of the attribute block read at once
+# Bytes of the per-chunk temporary of the passes over an n x d block: small
+# enough to stay in cache, so that each pass reads the block from memory once.
+_CHUNK_BYTES = 2**20
+
+
+def _squared_chunks(A, shift=None):
+    """``(rows, (A[rows] - shift)**2)`` chunk by chunk, in one reused buffer."""
+    n, d = A.shape
+    buffer = np.empty((min(n, max(1, _CHUNK_BYTES // (8 * max(d, 1)))), d))
+    for rows in gen_batches(n, buffer.shape[0]):
+        block = buffer[: rows.stop - rows.start]
+        if shift is None:
+            np.multiply(A[rows], A[rows], out=block)
+        else:
+            np.subtract(A[rows], shift, out=block)
+            np.multiply(block, block, out=block)
+        yield rows, block
 
 
 def attribute_label(name):
@@ -220,8 +236,8 @@ def _column_variances(X, sample_weight):
     weight = np.ones(n) if sample_weight is None else sample_weight
     mean = (weight @ X) / weight.sum()
     squares = np.zeros(X.shape[1])
-    for rows in gen_batches(n, _ROWS_PER_CHUNK):  # no n x d temporary
-        squares += weight[rows] @ (X[rows] - mean) ** 2
+    for rows, block in _squared_chunks(X, mean):  # no n x d temporary
+        squares += weight[rows] @ block
     return squares / weight.sum()
 
 
@@ -338,9 +354,8 @@ def relative_mse_bound(attribute_fil, variance, sizes, *, group_fil="spectral"):
         for column, c in zip(columns, weight, strict=True):
             trace += c * column**2
     else:
-        for rows in gen_batches(n, _ROWS_PER_CHUNK):  # no n x n_attributes temporary
-            block = attribute_fil[rows]
-            np.dot(block * block, weight, out=trace[rows])
+        for rows, block in _squared_chunks(attribute_fil):
+            np.dot(block, weight, out=trace[rows])
     if k == 0:
         return np.full(n, np.nan)
     with np.errstate(divide="ignore"):
