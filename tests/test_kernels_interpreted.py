@@ -44,6 +44,7 @@ def test_kernel_tests_pass_with_numba_disabled():
             # the kernels' own tests; the sparse, Dask and fit tests call the
             # same kernels on bigger data and would take minutes interpreted
             str(TESTS / "fisher" / "test_engine.py"),
+            str(TESTS / "fisher" / "test_kernels.py"),
             str(TESTS / "fisher" / "test_reference.py"),
             str(TESTS / "fisher" / "test_monte_carlo.py"),
             str(TESTS / "neural" / "test_network.py"),

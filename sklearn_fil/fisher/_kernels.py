@@ -16,6 +16,13 @@ safeguarded Newton iteration on a continuous increasing function whose only
 root above the second-largest pole is that eigenvalue; see
 :func:`top_eigenvalue`.
 
+Most of ``gamma`` is usually far below the root (a cluster of small
+eigenvalues, or near-zero ones): those poles are summed once per example as
+the moments of a geometric series, truncated below rounding, so that a Newton
+step costs only the few near poles (:func:`_far_group`). The iteration stops
+without a confirming evaluation once the quadratic-convergence bound puts the
+remaining error below rounding (:func:`_newton`).
+
 Nothing here imports scikit-learn or pandas; inputs are contiguous float64
 arrays and scalars.
 """
@@ -27,7 +34,12 @@ import numba
 import numpy as np
 
 _EPS = np.finfo(np.float64).eps
+# sums of two squares inside (_TINY, _HUGE) are exact to rounding
+_TINY = 1e-290
+_HUGE = 1e290
 _MAX_ITER = 200
+# rows per block of the per-example kernel
+_BLOCK = 256
 
 
 @numba.njit(cache=True, nogil=True)
@@ -70,12 +82,299 @@ def top_eigenvalue(gamma, r2, y1, y2, beta, rho, a, b):
     return _top_eigenvalue(gamma, r2, y1, y2, n1, n2, beta, rho, a, b)
 
 
+def _ratio_bound(m):
+    """Largest ``r`` with ``r**m / (1 - r) <= 2**-54``, lowered by 1%.
+
+    Beyond ``m`` terms the geometric series ``sum_j u^j``, ``|u| <= r``,
+    leaves at most ``r**m / (1 - r)`` of its leading term: below a quarter of
+    an ulp, less than the rounding of the direct sum it replaces. The 1%
+    margin covers the rounding of the ratio itself.
+    """
+    lo, hi = 0.0, 1.0
+    for _ in range(100):
+        mid = 0.5 * (lo + hi)
+        if mid**m / (1.0 - mid) <= 2.0**-54:
+            lo = mid
+        else:
+            hi = mid
+    return 0.99 * lo
+
+
+# far-pole expansion: 3, 4 or 6 terms, for ratios up to these bounds
+_RHO3 = _ratio_bound(3)
+_RHO4 = _ratio_bound(4)
+_RHO6 = _ratio_bound(6)
+# fewest far poles worth a moment pass, most poles stripped as an isolated tail
+_MIN_FAR = 8
+_MAX_TAIL = 4
+# rough cost, in flops, of one pole summed directly over a whole solve (a
+# division and ten flops, times about four iterations), against the flops per
+# pole of the moment pass with 3, 4 or 6 terms
+_NEAR_COST = 80
+_FAR_COST3 = 14
+_FAR_COST4 = 17
+_FAR_COST6 = 26
+
+
+@numba.njit(cache=True, nogil=True)
+def _far_terms(gamma, r2, lo, kf, kt):
+    """Terms needed to expand the poles ``kf..kt-1`` about their midpoint.
+
+    ``0`` when the ratio ``h / (lo - c)`` (half-width over the distance of
+    the midpoint ``c`` to the lowest possible root) is above ``_RHO6``.
+    """
+    c = 0.5 * r2 * (gamma[kf] + gamma[kt - 1])
+    h = 0.5 * r2 * (gamma[kf] - gamma[kt - 1])
+    dist = lo - c
+    if not dist > 0.0:
+        return 0
+    if h <= _RHO3 * dist:
+        return 3
+    if h <= _RHO4 * dist:
+        return 4
+    if h <= _RHO6 * dist:
+        return 6
+    return 0
+
+
+@numba.njit(cache=True, nogil=True)
+def _first_far(gamma, r2, lo, kt):
+    """Smallest ``kf >= 1`` whose poles ``kf..kt-1`` may be expanded, or ``kt``.
+
+    The ratio of :func:`_far_terms` only decreases as ``kf`` grows (``gamma``
+    is decreasing): one test settles that none is, and a scan from ``1``
+    stops at the first (usually after a pole or two: the near poles are the
+    few top eigenvalues of ``K``).
+    """
+    k_last = kt - _MIN_FAR
+    if k_last < 1:
+        return kt
+    g_end = gamma[kt - 1]
+    for kf in range(1, k_last + 1):
+        c = 0.5 * r2 * (gamma[kf] + g_end)
+        h = 0.5 * r2 * (gamma[kf] - g_end)
+        if h <= _RHO6 * (lo - c) and lo > c:
+            return kf
+        if kf == 1:
+            # settle the hopeless case before scanning on
+            c = 0.5 * r2 * (gamma[k_last] + g_end)
+            h = 0.5 * r2 * (gamma[k_last] - g_end)
+            if not (h <= _RHO6 * (lo - c) and lo > c):
+                return kt
+    return kt
+
+
+@numba.njit(cache=True, nogil=True)
+def _far_group(gamma, r2, lo):
+    """Poles ``kf..kt-1`` summed by moments, and the number of terms.
+
+    Two candidates: every pole from ``kf`` on, or the same without a short
+    tail of poles set apart by gaps (the near-zero eigenvalues of ``K``),
+    which would otherwise double the half-width. The cheaper plan wins,
+    including the plain sum (``kf = kt = p``, no group).
+    """
+    p = gamma.shape[0]
+    kt_gap = p
+    while (
+        kt_gap > p - _MAX_TAIL
+        and kt_gap >= 3
+        and gamma[kt_gap - 1] < 0.5 * gamma[kt_gap - 2]
+    ):
+        kt_gap -= 1
+    best_kf = p
+    best_kt = p
+    best_m = 0
+    best_cost = _NEAR_COST * (p - 1)
+    for trial in range(2):
+        kt = p if trial == 0 else kt_gap
+        if trial == 1 and kt_gap == p:
+            break
+        kf = _first_far(gamma, r2, lo, kt)
+        if kf >= kt:
+            continue
+        m = _far_terms(gamma, r2, lo, kf, kt)
+        per_pole = _FAR_COST3 if m == 3 else (_FAR_COST4 if m == 4 else _FAR_COST6)
+        cost = per_pole * (kt - kf) + _NEAR_COST * (p - 1 - (kt - kf))
+        if cost < best_cost:
+            best_kf, best_kt, best_m, best_cost = kf, kt, m, cost
+    return best_kf, best_kt, best_m
+
+
+_FM = {"reassoc", "contract"}
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy", fastmath=_FM)
+def _moments3(gamma, r2, a, b, kf, kt, c, inv_l):
+    """Three moments of each of ``a_k^2``, ``b_k^2``, ``a_k b_k``; see
+    :func:`_far_moments`."""
+    a0 = a1 = a2 = b0 = b1 = b2 = s0 = s1 = s2 = 0.0
+    # slices: a loop from 0 lets numba drop the negative-index wrap, which
+    # would otherwise turn the loads into gathers
+    g = gamma[kf:kt]
+    av = a[kf:kt]
+    bv = b[kf:kt]
+    for k in range(kt - kf):
+        w = (r2 * g[k] - c) * inv_l
+        w2 = w * w
+        aa = av[k] * av[k]
+        bb = bv[k] * bv[k]
+        ab = av[k] * bv[k]
+        a0 += aa
+        a1 += aa * w
+        a2 += aa * w2
+        b0 += bb
+        b1 += bb * w
+        b2 += bb * w2
+        s0 += ab
+        s1 += ab * w
+        s2 += ab * w2
+    z = 0.0
+    return (a0, a1, a2, z, z, z, b0, b1, b2, z, z, z, s0, s1, s2, z, z, z)
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy", fastmath=_FM)
+def _moments4(gamma, r2, a, b, kf, kt, c, inv_l):
+    """Four moments of each; see :func:`_far_moments`."""
+    a0 = a1 = a2 = a3 = b0 = b1 = b2 = b3 = s0 = s1 = s2 = s3 = 0.0
+    # slices: a loop from 0 lets numba drop the negative-index wrap, which
+    # would otherwise turn the loads into gathers
+    g = gamma[kf:kt]
+    av = a[kf:kt]
+    bv = b[kf:kt]
+    for k in range(kt - kf):
+        w = (r2 * g[k] - c) * inv_l
+        w2 = w * w
+        w3 = w2 * w
+        aa = av[k] * av[k]
+        bb = bv[k] * bv[k]
+        ab = av[k] * bv[k]
+        a0 += aa
+        a1 += aa * w
+        a2 += aa * w2
+        a3 += aa * w3
+        b0 += bb
+        b1 += bb * w
+        b2 += bb * w2
+        b3 += bb * w3
+        s0 += ab
+        s1 += ab * w
+        s2 += ab * w2
+        s3 += ab * w3
+    z = 0.0
+    return (a0, a1, a2, a3, z, z, b0, b1, b2, b3, z, z, s0, s1, s2, s3, z, z)
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy", fastmath=_FM)
+def _moments6(gamma, r2, a, b, kf, kt, c, inv_l):
+    """Six moments of each; see :func:`_far_moments`."""
+    a0 = a1 = a2 = a3 = a4 = a5 = 0.0
+    b0 = b1 = b2 = b3 = b4 = b5 = 0.0
+    s0 = s1 = s2 = s3 = s4 = s5 = 0.0
+    # slices: a loop from 0 lets numba drop the negative-index wrap, which
+    # would otherwise turn the loads into gathers
+    g = gamma[kf:kt]
+    av = a[kf:kt]
+    bv = b[kf:kt]
+    for k in range(kt - kf):
+        w = (r2 * g[k] - c) * inv_l
+        w2 = w * w
+        w3 = w2 * w
+        w4 = w2 * w2
+        w5 = w4 * w
+        aa = av[k] * av[k]
+        bb = bv[k] * bv[k]
+        ab = av[k] * bv[k]
+        a0 += aa
+        a1 += aa * w
+        a2 += aa * w2
+        a3 += aa * w3
+        a4 += aa * w4
+        a5 += aa * w5
+        b0 += bb
+        b1 += bb * w
+        b2 += bb * w2
+        b3 += bb * w3
+        b4 += bb * w4
+        b5 += bb * w5
+        s0 += ab
+        s1 += ab * w
+        s2 += ab * w2
+        s3 += ab * w3
+        s4 += ab * w4
+        s5 += ab * w5
+    return (a0, a1, a2, a3, a4, a5, b0, b1, b2, b3, b4, b5, s0, s1, s2, s3, s4, s5)
+
+
+@numba.njit(cache=True, nogil=True)
+def _far_moments(gamma, r2, a, b, kf, kt, c, inv_l, m):
+    """Moments ``sum_k v_k w_k^j``, ``w_k = (d_k - c) / l``, ``j < m``.
+
+    ``v_k`` runs over ``a_k^2``, ``b_k^2`` and ``a_k b_k`` for ``k`` in
+    ``kf..kt-1``, ``d_k = r2 gamma_k``. Returned as one 18-tuple (six moments
+    of each, those past ``m`` zero); one loop per ``m`` so that each
+    vectorises with its sums in registers.
+    """
+    if m <= 3:
+        return _moments3(gamma, r2, a, b, kf, kt, c, inv_l)
+    if m == 4:
+        return _moments4(gamma, r2, a, b, kf, kt, c, inv_l)
+    return _moments6(gamma, r2, a, b, kf, kt, c, inv_l)
+
+
+@numba.njit(cache=True, nogil=True)
+def _series(m0, m1, m2, m3, m4, m5, s):
+    """``sum_j m_j s^j`` and its companion ``sum_j (j + 1) m_j s^j``."""
+    val = m0 + s * (m1 + s * (m2 + s * (m3 + s * (m4 + s * m5))))
+    der = m0 + s * (
+        2.0 * m1 + s * (3.0 * m2 + s * (4.0 * m3 + s * (5.0 * m4 + s * 6.0 * m5)))
+    )
+    return val, der
+
+
 @numba.njit(cache=True, nogil=True)
 def _top_eigenvalue(gamma, r2, y1, y2, n1, n2, beta, rho, a, b):
     """:func:`top_eigenvalue` given ``n1 = ||y1||^2`` and ``n2 = ||y2||^2``.
 
     The per-example kernel has both already (``||y2||^2`` is shared by every
     example), which saves a pass over ``p``.
+
+    Poles far below every possible root (``d_k`` within ``h`` of a centre
+    ``c`` with ``h`` a small fraction of ``lo - c``) are summed once, as the
+    moments of a geometric series in ``(d_k - c) / (mu - c)`` truncated below
+    rounding (:func:`_far_group`), so that each Newton step then costs only
+    the near poles.
+    """
+    p = gamma.shape[0]
+    norm_a2, da, ab = _split_rank2(y1, y2, n1, n2, beta, rho, gamma, r2, a, b)
+    d1 = r2 * gamma[0]
+    if p == 1:
+        return d1 + a[0] * a[0] - b[0] * b[0]
+    d2 = r2 * gamma[1]
+
+    # Lower bounds: d_2 and Rayleigh quotients along e_1 and along a.
+    lo = max(d2, d1 + a[0] * a[0] - b[0] * b[0])
+    if norm_a2 > 0.0:
+        lo = max(lo, da / norm_a2 + norm_a2 - ab * ab / norm_a2)
+    hi = d1 + norm_a2
+    if not hi > lo:
+        return lo
+
+    # Every iterate stays >= lo, so the far poles are far for all of them.
+    kf, kt, m = _far_group(gamma, r2, lo)
+    c = 0.0
+    dist = 1.0
+    if m > 0:
+        c = 0.5 * r2 * (gamma[kf] + gamma[kt - 1])
+        dist = lo - c
+    far = _far_moments(gamma, r2, a, b, kf, kt, c, 1.0 / dist, m)
+    return _newton(gamma, r2, a, b, d1, d2, lo, hi, kf, kt, c, dist, far)
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy", fastmath=_FM)
+def _split_rank2(y1, y2, n1, n2, beta, rho, gamma, r2, a, b):
+    """Write ``Y B Y^T = a a^T - b b^T`` into ``a`` and ``b``.
+
+    Returns ``||a||^2``, ``a^T D a`` and ``a^T b``, summed in the same pass.
     """
     p = gamma.shape[0]
     # Balance the columns: Y B Y^T is unchanged under y1 -> s y1, y2 -> y2 / s,
@@ -84,7 +383,7 @@ def _top_eigenvalue(gamma, r2, y1, y2, n1, n2, beta, rho, a, b):
     s1 = 1.0
     s2 = 1.0
     if n1 > 0.0 and n2 > 0.0:
-        s1 = (n2 / n1) ** 0.25
+        s1 = np.sqrt(np.sqrt(n2 / n1))
         s2 = 1.0 / s1
         beta = beta / (s1 * s1)
     # Eigen-decomposition of B = [[beta, rho], [rho, 0]].
@@ -108,7 +407,6 @@ def _top_eigenvalue(gamma, r2, y1, y2, n1, n2, beta, rho, a, b):
         vp1, vp2, vm1, vm2 = 0.0, 1.0, 1.0, 0.0
     sp = np.sqrt(max(bp, 0.0))
     sm = np.sqrt(max(-bm, 0.0))
-    # a, b and the sums of the Rayleigh quotient along a, in one pass
     norm_a2 = 0.0
     da = 0.0
     ab = 0.0
@@ -120,19 +418,12 @@ def _top_eigenvalue(gamma, r2, y1, y2, n1, n2, beta, rho, a, b):
         norm_a2 += ak * ak
         da += r2 * gamma[k] * ak * ak
         ab += ak * bk
-    d1 = r2 * gamma[0]
-    if p == 1:
-        return d1 + a[0] * a[0] - b[0] * b[0]
-    d2 = r2 * gamma[1]
+    return norm_a2, da, ab
 
-    # Lower bounds: d_2 and Rayleigh quotients along e_1 and along a.
-    lo = max(d2, d1 + a[0] * a[0] - b[0] * b[0])
-    if norm_a2 > 0.0:
-        lo = max(lo, da / norm_a2 + norm_a2 - ab * ab / norm_a2)
-    hi = d1 + norm_a2
-    if not hi > lo:
-        return lo
 
+@numba.njit(cache=True, nogil=True)
+def _newton(gamma, r2, a, b, d1, d2, lo, hi, kf, kt, c, dist, far):
+    """Safeguarded Newton iteration for the root of ``tau`` in ``[lo, hi]``."""
     scale = max(abs(hi), abs(lo))
     tol = 4.0 * _EPS * scale
     # Evaluate the bracket ends we may start from; the root function is only
@@ -141,21 +432,38 @@ def _top_eigenvalue(gamma, r2, y1, y2, n1, n2, beta, rho, a, b):
     for _ in range(_MAX_ITER):
         if mu == d1:
             mu = np.nextafter(d1, np.inf)
-        # the diagonal d_k = r2 * gamma_k for k >= 1 (pole d_1 handled apart)
-        tau, dtau = _tau_scaled(mu, d1, a[0], b[0], gamma, r2, a, b)
+        # tau' = dnum / dden > 0 on the branch we follow
+        tau, dnum, dden, tr_d, gap = _tau_scaled(
+            mu, d1, a[0], b[0], gamma, r2, a, b, kf, kt, c, dist, far
+        )
         if tau < 0.0:
             lo = mu
         else:
             hi = mu
         if hi - lo <= tol:
             break
-        if dtau > 0.0:
-            step = mu - tau / dtau
-            if abs(step - mu) <= tol:
+        if dnum > 0.0:
+            step = mu - tau * dden / dnum
+            corr = abs(step - mu)
+            if corr <= tol:
                 # converged: the Newton correction is below rounding
                 mu = min(max(step, lo), hi)
                 break
-            if not (lo < step < hi):
+            if lo < step < hi:
+                # Newton's error after this step is at most about C corr^2,
+                # C = |tau''| / (2 tau') <= 1 / g + u^T Phi' u / |tau - tau_o|
+                # (Phi'' <= 2 Phi' / g termwise) with g the distance to
+                # the nearest pole, u the other eigenvector of Phi (its
+                # eigenvalue tau_o) and u^T Phi' u = tr(Phi') - tau'. Below
+                # eps * scale, the confirming evaluation would move mu by
+                # less than rounding: skip it.
+                g = min(abs(mu - d1), mu - d2)
+                slope = dnum / dden
+                bound = 1.0 / g + (tr_d - slope) / gap
+                if corr * corr * bound <= _EPS * scale:
+                    mu = step
+                    break
+            else:
                 step = 0.5 * (lo + hi)
         else:
             step = 0.5 * (lo + hi)
@@ -167,11 +475,39 @@ def _top_eigenvalue(gamma, r2, y1, y2, n1, n2, beta, rho, a, b):
 # lets the six sums be split across SIMD lanes: together they vectorise the
 # pole sum, the innermost loop of the engine (about 1.7x faster). Reordering
 # the sums moves the result by a few ulps, far inside the tested 1e-8.
-@numba.njit(
-    cache=True, nogil=True, error_model="numpy", fastmath={"reassoc", "contract"}
-)
-def _tau_scaled(mu, d1, a1, b1, gamma, r2, a, b):
-    """Value and derivative of the root function ``tau`` at ``mu``.
+@numba.njit(cache=True, nogil=True, error_model="numpy", fastmath=_FM)
+def _pole_sums(mu, gamma, r2, a, b, k0, k1):
+    """``sum_k v_k / (d_k - mu)`` and ``sum_k v_k / (d_k - mu)^2``, ``k0 <= k < k1``.
+
+    ``v_k`` runs over ``a_k^2``, ``b_k^2`` and ``a_k b_k``.
+    """
+    p_r = 0.0
+    q_r = 0.0
+    s_r = 0.0
+    dp_r = 0.0
+    dq_r = 0.0
+    ds_r = 0.0
+    g = gamma[k0:k1]
+    av = a[k0:k1]
+    bv = b[k0:k1]
+    for k in range(k1 - k0):
+        inv = 1.0 / (r2 * g[k] - mu)
+        inv2 = inv * inv
+        aa = av[k] * av[k]
+        bb = bv[k] * bv[k]
+        ab = av[k] * bv[k]
+        p_r += aa * inv
+        q_r += bb * inv
+        s_r += ab * inv
+        dp_r += aa * inv2
+        dq_r += bb * inv2
+        ds_r += ab * inv2
+    return p_r, q_r, s_r, dp_r, dq_r, ds_r
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy", fastmath=_FM)
+def _tau_scaled(mu, d1, a1, b1, gamma, r2, a, b, kf, kt, c, dist, far):
+    """Value and slope of the root function ``tau`` at ``mu``.
 
     ``Phi(mu) = diag(1, -1) + sum_k [a_k, b_k]^T [a_k, b_k] / (d_k - mu)``,
     ``d_k = r2 * gamma_k``, is a 2x2 symmetric matrix, increasing in ``mu``
@@ -180,26 +516,41 @@ def _tau_scaled(mu, d1, a1, b1, gamma, r2, a, b):
     smaller one below it (the two branches meet continuously at ``d1``). The
     pole term of ``d1`` is kept apart so that the determinant stays accurate
     near it: ``det(Phi) = det(Phi_rest) + t y1^T adj(Phi_rest) y1`` exactly,
-    the ``t^2`` terms cancelling analytically.
+    the ``t^2`` terms cancelling analytically. Poles ``1..kf-1`` and
+    ``kt..p-1`` are summed directly, ``kf..kt-1`` through the moments ``far``
+    of :func:`_far_moments` (centre ``c``, ratio denominator ``dist``).
+
+    Returns ``tau``, then ``tau' = dnum / dden`` as the pair ``dnum, dden``
+    (the Newton step divides once), then ``tr(Phi')`` and the gap between
+    the two eigenvalues of ``Phi`` for the stopping rule of :func:`_newton`.
     """
-    p_r = 1.0
-    q_r = -1.0
-    s_r = 0.0
-    dp_r = 0.0
-    dq_r = 0.0
-    ds_r = 0.0
-    for k in range(1, gamma.shape[0]):
-        inv = 1.0 / (r2 * gamma[k] - mu)
-        inv2 = inv * inv
-        aa = a[k] * a[k]
-        bb = b[k] * b[k]
-        ab = a[k] * b[k]
-        p_r += aa * inv
-        q_r += bb * inv
-        s_r += ab * inv
-        dp_r += aa * inv2
-        dq_r += bb * inv2
-        ds_r += ab * inv2
+    p_r, q_r, s_r, dp_r, dq_r, ds_r = _pole_sums(mu, gamma, r2, a, b, 1, kf)
+    p = gamma.shape[0]
+    if kt < p:
+        p2, q2, s2, dp2, dq2, ds2 = _pole_sums(mu, gamma, r2, a, b, kt, p)
+        p_r += p2
+        q_r += q2
+        s_r += s2
+        dp_r += dp2
+        dq_r += dq2
+        ds_r += ds2
+    if kt > kf:
+        # 1 / (d_k - mu) = -z sum_j (w_k s)^j, w_k = (d_k - c) / dist
+        z = 1.0 / (mu - c)
+        s = dist * z
+        f = far
+        va, da = _series(f[0], f[1], f[2], f[3], f[4], f[5], s)
+        vb, db = _series(f[6], f[7], f[8], f[9], f[10], f[11], s)
+        vs, ds = _series(f[12], f[13], f[14], f[15], f[16], f[17], s)
+        z2 = z * z
+        p_r -= z * va
+        q_r -= z * vb
+        s_r -= z * vs
+        dp_r += z2 * da
+        dq_r += z2 * db
+        ds_r += z2 * ds
+    p_r += 1.0
+    q_r -= 1.0
     t = 1.0 / (d1 - mu)
     det = (
         p_r * q_r
@@ -210,17 +561,34 @@ def _tau_scaled(mu, d1, a1, b1, gamma, r2, a, b):
     qq = q_r + t * b1 * b1
     ss = s_r + t * a1 * b1
     tr = pp + qq
-    disc = np.hypot(pp - qq, 2.0 * ss)
+    # sqrt of the sum of squares where it can neither overflow nor lose
+    # digits to underflow (one ulp from hypot, at a fraction of its latency)
+    dx = pp - qq
+    dy = 2.0 * ss
+    sq = dx * dx + dy * dy
+    disc = np.sqrt(sq) if _TINY < sq < _HUGE else np.hypot(dx, dy)
     big = 0.5 * (tr + disc) if tr >= 0.0 else 0.5 * (tr - disc)
     small = det / big if big != 0.0 else 0.0
     tau = max(big, small) if mu > d1 else min(big, small)
+    # eigenvector v of the 2x2 matrix for tau: dtau = v^T Phi' v / v^T v
     v1 = ss
     v2 = tau - pp
     w1 = tau - qq
     w2 = ss
-    if v1 * v1 + v2 * v2 < w1 * w1 + w2 * w2:
+    nv = v1 * v1 + v2 * v2
+    nw = w1 * w1 + w2 * w2
+    if nv < nw:
         v1 = w1
         v2 = w2
+        nv = nw
+    proj1 = t * (v1 * a1 + v2 * b1)
+    dtau = v1 * v1 * dp_r + 2.0 * v1 * v2 * ds_r + v2 * v2 * dq_r + proj1 * proj1
+    # trace of Phi' and the gap to the other eigenvalue, for the stopping rule
+    tr_d = dp_r + dq_r + t * t * (a1 * a1 + b1 * b1)
+    gap = abs(big - small)
+    if _TINY < nv < _HUGE and abs(dtau) < _HUGE:
+        return tau, dtau, nv, tr_d, gap
+    # normalise first where the squares would overflow or underflow
     nrm = np.hypot(v1, v2)
     if nrm == 0.0:
         v1 = 1.0
@@ -230,7 +598,7 @@ def _tau_scaled(mu, d1, a1, b1, gamma, r2, a, b):
         v2 /= nrm
     proj1 = t * (v1 * a1 + v2 * b1)
     dtau = v1 * v1 * dp_r + 2.0 * v1 * v2 * ds_r + v2 * v2 * dq_r + proj1 * proj1
-    return tau, dtau
+    return tau, dtau, 1.0, tr_d, gap
 
 
 @numba.njit(cache=True, nogil=True, parallel=True)
@@ -311,34 +679,80 @@ def per_example_fil(
     n, p = YU.shape
     d = G.shape[1]
     n_groups = grp_col.shape[0]
-    label = 1.0 if label_col >= 0 else 0.0
     max_m = 1
     for g in range(n_groups):
         max_m = max(max_m, grp_ptr[g + 1] - grp_ptr[g])
     yv_norm2 = 0.0
     for k in range(p):
         yv_norm2 += yv[k] * yv[k]
-    for i in numba.prange(n):
-        work_a = np.empty(p)
-        work_b = np.empty(p)
-        yu = np.empty(p)
-        a = 0.0
-        uv = 0.0
-        for k in range(p):
-            yk = YU[i, k] + yu_off[k]
-            yu[k] = yk
-            a += yk * yk
-            uv += yk * yv[k]
-        ri = r[i]
-        ci = c[i]
-        beta = ci * ci * beta0 + label
-        rho = ci * ri
-        r2 = ri * ri
-        lam = _top_eigenvalue(gamma, r2, yu, yv, a, yv_norm2, beta, rho, work_a, work_b)
-        fil[i] = np.sqrt(max(omega2[i] * lam, 0.0)) * inv_sigma
-        trace = omega2[i] * (r2 * trace_k + beta * a + 2.0 * rho * uv)
-        dfil[i] = np.sqrt(max(trace * inv_k, 0.0)) * inv_sigma
-        gi = np.empty(d)
+    # every feature plain, in order: the attribute loop runs contiguous
+    plain = n_groups == 0
+    for j in range(d):
+        plain = plain and feat_col[j] == j
+    # blocks of rows, each with its own work arrays (allocating them per row
+    # costs more than the rest of a row's bookkeeping)
+    n_blocks = (n + _BLOCK - 1) // _BLOCK
+    for blk in numba.prange(n_blocks):
+        work = np.empty((4, max(p, d)))
+        gw = np.empty((3, max_m))
+        for i in range(blk * _BLOCK, min(n, (blk + 1) * _BLOCK)):
+            _example_fil(
+                i, YU, G, yu_off, g_off, r, c, omega2, gamma, yv, yv_norm2,
+                beta0, trace_k, w_feat, hdiag, feat_col, plain, grp_ptr,
+                grp_cols, grp_rot, grp_gamma, grp_w, grp_col, label_col,
+                inv_sigma, inv_k, fil, dfil, attr, work, gw,
+            )  # fmt: skip
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy", fastmath=_FM)
+def _shifted_row(YU, i, yu_off, yv, yu):
+    """``yu = YU[i] + yu_off``; returns ``||yu||^2`` and ``yu . yv``."""
+    p = yu.shape[0]
+    a = 0.0
+    uv = 0.0
+    for k in range(p):
+        yk = YU[i, k] + yu_off[k]
+        yu[k] = yk
+        a += yk * yk
+        uv += yk * yv[k]
+    return a, uv
+
+
+@numba.njit(cache=True, nogil=True)
+def _example_fil(
+    i, YU, G, yu_off, g_off, r, c, omega2, gamma, yv, yv_norm2, beta0,
+    trace_k, w_feat, hdiag, feat_col, plain, grp_ptr, grp_cols, grp_rot,
+    grp_gamma, grp_w, grp_col, label_col, inv_sigma, inv_k, fil, dfil, attr,
+    work, gw,
+):  # fmt: skip
+    """Row ``i`` of :func:`per_example_fil`, with caller-owned work arrays."""
+    p = YU.shape[1]
+    d = G.shape[1]
+    yu = work[0, :p]
+    a, uv = _shifted_row(YU, i, yu_off, yv, yu)
+    ri = r[i]
+    ci = c[i]
+    label = 1.0 if label_col >= 0 else 0.0
+    beta = ci * ci * beta0 + label
+    rho = ci * ri
+    r2 = ri * ri
+    lam = _top_eigenvalue(
+        gamma, r2, yu, yv, a, yv_norm2, beta, rho, work[1, :p], work[2, :p]
+    )
+    fil[i] = np.sqrt(max(omega2[i] * lam, 0.0)) * inv_sigma
+    trace = omega2[i] * (r2 * trace_k + beta * a + 2.0 * rho * uv)
+    dfil[i] = np.sqrt(max(trace * inv_k, 0.0)) * inv_sigma
+    if plain:
+        for j in range(d):
+            wj = w_feat[j]
+            val = omega2[i] * (
+                ci * ci * wj * wj * a
+                + 2.0 * rho * wj * (G[i, j] + g_off[j])
+                + r2 * hdiag[j]
+            )
+            attr[i, j] = np.sqrt(max(val, 0.0)) * inv_sigma
+    else:
+        gi = work[3, :d]
         for j in range(d):
             gi[j] = G[i, j] + g_off[j]
         for j in range(d):
@@ -349,33 +763,42 @@ def per_example_fil(
                     ci * ci * wj * wj * a + 2.0 * rho * wj * gi[j] + r2 * hdiag[j]
                 )
                 attr[i, col] = np.sqrt(max(val, 0.0)) * inv_sigma
-        if n_groups > 0:
-            gw = np.empty(max_m)
-            ga = np.empty(max_m)
-            gb = np.empty(max_m)
-            rot_off = 0
-            for g in range(n_groups):
-                lo = grp_ptr[g]
-                m = grp_ptr[g + 1] - lo
-                for s in range(m):
-                    acc = 0.0
-                    for t in range(m):
-                        acc += grp_rot[rot_off + s * m + t] * gi[grp_cols[lo + t]]
-                    gw[s] = acc
-                rot_off += m * m
-                lam_g = top_eigenvalue(
-                    grp_gamma[lo : lo + m],
-                    r2,
-                    grp_w[lo : lo + m],
-                    gw[:m],
-                    ci * ci * a,
-                    rho,
-                    ga,
-                    gb,
-                )
-                attr[i, grp_col[g]] = np.sqrt(max(omega2[i] * lam_g, 0.0)) * inv_sigma
-        if label_col >= 0:
-            attr[i, label_col] = np.sqrt(max(omega2[i] * a, 0.0)) * inv_sigma
+        _group_attributes(
+            i, gi, r2, rho, ci * ci * a, omega2[i], inv_sigma, grp_ptr,
+            grp_cols, grp_rot, grp_gamma, grp_w, grp_col, attr, gw,
+        )  # fmt: skip
+    if label_col >= 0:
+        attr[i, label_col] = np.sqrt(max(omega2[i] * a, 0.0)) * inv_sigma
+
+
+@numba.njit(cache=True, nogil=True)
+def _group_attributes(
+    i, gi, r2, rho, beta, omega2_i, inv_sigma, grp_ptr, grp_cols, grp_rot,
+    grp_gamma, grp_w, grp_col, attr, gw,
+):  # fmt: skip
+    """FIL of each constrained one-hot group of row ``i`` (see
+    :func:`per_example_fil`); ``gw`` holds three work rows."""
+    rot_off = 0
+    for g in range(grp_col.shape[0]):
+        lo = grp_ptr[g]
+        m = grp_ptr[g + 1] - lo
+        for s in range(m):
+            acc = 0.0
+            for t in range(m):
+                acc += grp_rot[rot_off + s * m + t] * gi[grp_cols[lo + t]]
+            gw[0, s] = acc
+        rot_off += m * m
+        lam_g = top_eigenvalue(
+            grp_gamma[lo : lo + m],
+            r2,
+            grp_w[lo : lo + m],
+            gw[0, :m],
+            beta,
+            rho,
+            gw[1, :m],
+            gw[2, :m],
+        )
+        attr[i, grp_col[g]] = np.sqrt(max(omega2_i * lam_g, 0.0)) * inv_sigma
 
 
 @numba.njit(cache=True, nogil=True, parallel=True)
@@ -398,7 +821,7 @@ def abs_rmatvec(X, v):
     partial = np.zeros((n_blocks, d))
     for blk in numba.prange(n_blocks):
         acc = partial[blk]
-        for i in range(blk * n // n_blocks, (blk + 1) * n // n_blocks):
+        for i in range(blk * _BLOCK, min(n, (blk + 1) * _BLOCK)):
             vi = abs(v[i])
             for j in range(d):
                 acc[j] += abs(X[i, j]) * vi
