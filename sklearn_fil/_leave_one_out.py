@@ -57,6 +57,7 @@ from sklearn.utils import gen_batches
 
 from sklearn_fil._glm import (
     SINGULAR_RTOL,
+    RowPasses,
     SPDFactor,
     augment_rmatvec,
     default_chunk,
@@ -176,13 +177,7 @@ def leave_one_out(
     shifts = np.zeros((n, p)) if return_shifts else None
     sensitivity = np.empty(n)
     if loss == "squared":
-        # blocks of rows whose n x p temporaries stay in cache: the passes
-        # after the GEMM are memory-bound
-        for sl in gen_batches(n, max(1, _CACHE_BYTES // (8 * p))):
-            coef, C, _ = problem.one_step(sl)
-            sensitivity[sl] = np.abs(coef) * np.sqrt(np.einsum("ij,ij->i", C, C))
-            if return_shifts:
-                shifts[sl] = coef[:, None] * C
+        _closed_form(problem, sensitivity, shifts)
         n_iter = 1
     else:
         n_iter = 0
@@ -208,6 +203,85 @@ def leave_one_out(
     if return_shifts:
         shifts[singular] = np.nan
     return LeaveOneOut(sensitivity, w_hat, shifts, n_iter)
+
+
+def _closed_form(problem, sensitivity, shifts=None):
+    """The squared loss's exact ``Delta_i`` (and shifts) of every row of ``problem``.
+
+    Blocks of rows whose ``n x p`` temporaries stay in cache: the passes after
+    the GEMM are memory-bound. Rows whose removal leaves a singular Hessian
+    are marked in ``problem.singular`` (their value here is finite).
+    """
+    n, p = problem.X.shape[0], problem.H_inv.shape[0]
+    for sl in gen_batches(n, max(1, _CACHE_BYTES // (8 * p))):
+        coef, C, _ = problem.one_step(sl)
+        sensitivity[sl] = np.abs(coef) * np.sqrt(np.einsum("ij,ij->i", C, C))
+        if shifts is not None:
+            shifts[sl] = coef[:, None] * C
+
+
+@dataclass(frozen=True)
+class SquaredRefits:
+    """The squared loss's exact leave-one-out, one block of rows at a time.
+
+    For data that do not fit in memory (a row-chunked Dask array): the
+    minimiser ``w_hat`` refined by one Newton step and ``H^-1`` are the
+    ``p``-sized state that every row's ``Delta_i`` needs (module docstring),
+    so :meth:`sensitivity` maps over the blocks, each as :func:`leave_one_out`
+    computes its rows.
+    """
+
+    w_hat: np.ndarray
+    H_inv: np.ndarray
+    reg: np.ndarray
+    fit_intercept: bool
+
+    def sensitivity(self, X, y, omega):
+        """``Delta_i`` of the rows ``X`` (a block), ``inf`` where singular."""
+        d = X.shape[1]
+        m_hat = X @ self.w_hat[:d] + (self.w_hat[d] if self.fit_intercept else 0.0)
+        r_hat, c = LOSSES["squared"].derivatives(m_hat, y)
+        problem = _Problem(
+            X,
+            omega,
+            self.reg,
+            self.fit_intercept,
+            self.H_inv,
+            m_hat,
+            r_hat,
+            omega * c,
+            "squared",
+        )
+        sensitivity = np.empty(X.shape[0])
+        _closed_form(problem, sensitivity)
+        sensitivity[problem.singular] = np.inf
+        return sensitivity
+
+
+def _block_gradient(X, y, omega, w, fit_intercept):
+    """``[X~^T (omega r), sum(omega)]`` of one block (the squared loss)."""
+    passes = RowPasses(X, y, omega, "squared", fit_intercept)
+    return np.append(passes.gradient(w), passes.n_eff)
+
+
+def squared_refits(X, y, w, omega, lam, fit_intercept, penalize_intercept, hessian):
+    """:class:`SquaredRefits` of a row-chunked Dask ``X``: one pass over the rows.
+
+    ``y`` and ``omega`` are Dask arrays in the row chunks of ``X``; ``hessian``
+    is the penalised Hessian at ``w`` (the engine's), required. The pass
+    computes the gradient at ``w`` for the Newton refinement of
+    :func:`leave_one_out`.
+    """
+    from sklearn_fil.utils._dask import tree_sum
+
+    if hessian is None:
+        raise ValueError("squared_refits needs the penalised Hessian at w.")
+    p = w.size
+    sums = tree_sum(_block_gradient, X, (y, omega), w, fit_intercept)
+    reg = penalty(p, sums[-1], lam, fit_intercept, penalize_intercept)
+    factor = SPDFactor(hessian)
+    w_hat = w - factor.solve(sums[:-1] + reg * w)
+    return SquaredRefits(w_hat, factor.inverse(), reg, fit_intercept)
 
 
 class _Problem:

@@ -68,6 +68,8 @@ import scipy.sparse as sp
 from sklearn.utils import gen_batches
 from sklearn.utils.sparsefuncs import mean_variance_axis
 
+from sklearn_fil.utils._dask import is_dask
+
 # Bytes of the per-chunk temporary of the passes over an n x d block: small
 # enough to stay in cache, so that each pass reads the block from memory once.
 _CHUNK_BYTES = 2**20
@@ -183,6 +185,8 @@ def make_privacy_report(result, attribute_names, index=None, **extra):
         raise ValueError(
             f"Attribute names collide in the privacy report: {list(attribute_names)}."
         )
+    if is_dask(result.fil):
+        return _dask_report(result, attribute_names, extra)
     block = np.asarray(result.attribute_fil, dtype=np.float64)
     n = block.shape[0]
     if block.shape != (n, len(attribute_names)):
@@ -200,6 +204,36 @@ def make_privacy_report(result, attribute_names, index=None, **extra):
     )
     head = {"fil": result.fil, "dfil": result.dfil, "mse_bound": result.mse_bound}
     return _assemble(head, attributes, extra, index)
+
+
+def _dask_report(result, attribute_names, extra):
+    """:func:`make_privacy_report` of a Dask result: a lazy Dask DataFrame.
+
+    The columns of the pandas report, in its order and float64, from one
+    ``(n_samples, n_columns)`` Dask array in the row chunks of the data;
+    its index counts the rows from 0 as ``sample`` (the pandas report's
+    ``RangeIndex``), one partition per block of rows.
+    """
+    import dask.array as da
+    import dask.dataframe as dd
+
+    columns = {"fil": result.fil, "dfil": result.dfil, "mse_bound": result.mse_bound}
+    columns |= extra
+    n = result.fil.shape[0]
+    for name, values in columns.items():
+        if values.shape != (n,):
+            raise ValueError(
+                f"Report column {name!r} has shape {values.shape}; expected ({n},)."
+            )
+    names = list(columns)[:3] + [attribute_label(name) for name in attribute_names]
+    names += list(extra)
+    if len(set(names)) != len(names):
+        raise ValueError(f"Column names collide in the privacy report: {names}.")
+    parts = [v[:, None] for v in list(columns.values())[:3]]
+    parts += [result.attribute_fil] + [v[:, None] for v in extra.values()]
+    table = da.concatenate(parts, axis=1).astype(np.float64)
+    table = table.rechunk({0: result.fil.chunks[0], 1: -1})
+    return dd.from_dask_array(table, columns=names).rename_axis("sample")
 
 
 # -- scale-free numbers ---------------------------------------------------------
@@ -262,6 +296,10 @@ def attribute_variances(X, y, attributes, sample_weight=None):
         and ``sum_c Var_c`` over the columns of each one-hot group.
     """
     n = X.shape[0]
+    if is_dask(X):
+        return _attribute_sums(
+            *_dask_variances(X, y, attributes, sample_weight), attributes
+        )
     if sample_weight is not None:
         sample_weight = np.asarray(sample_weight, dtype=np.float64)
         if sample_weight.shape != (n,) or not np.all(sample_weight >= 0):
@@ -272,17 +310,76 @@ def attribute_variances(X, y, attributes, sample_weight=None):
         if not sample_weight.sum() > 0:
             raise ValueError("sample_weight must have a positive entry.")
     columns = _column_variances(X, sample_weight)
+    label = None
+    if "label" in attributes:
+        if y is None:
+            raise ValueError("The label is an attribute but y is None.")
+        y = np.asarray(y, dtype=np.float64)
+        mean = np.average(y, weights=sample_weight)
+        label = np.average((y - mean) ** 2, weights=sample_weight)
+    return _attribute_sums(columns, label, attributes)
+
+
+def _attribute_sums(columns, label, attributes):
+    """Each attribute's variance from its columns' (and the label's)."""
     variance = np.empty(len(attributes))
     for a, att in enumerate(attributes):
-        if att == "label":
-            if y is None:
-                raise ValueError("The label is an attribute but y is None.")
-            y = np.asarray(y, dtype=np.float64)
-            mean = np.average(y, weights=sample_weight)
-            variance[a] = np.average((y - mean) ** 2, weights=sample_weight)
-        else:
-            variance[a] = columns[list(att)].sum()
+        variance[a] = label if att == "label" else columns[list(att)].sum()
     return np.maximum(variance, 0.0)
+
+
+def _block_moments(X, y, omega):
+    """``(sum(omega), weighted means, weighted squared deviations)`` of a block.
+
+    The columns are those of ``X`` then ``y`` (when given); unit weights when
+    ``omega`` is None.
+    """
+    A = X if y is None else np.column_stack([X, y])
+    omega = np.ones(A.shape[0]) if omega is None else omega
+    total = float(omega.sum())
+    if not total > 0:
+        return 0.0, np.zeros(A.shape[1]), np.zeros(A.shape[1])
+    mean = (omega @ A) / total
+    squares = np.zeros(A.shape[1])
+    for rows, block in _squared_chunks(A, mean):
+        squares += omega[rows] @ block
+    return total, mean, squares
+
+
+def _merge_moments(a, b):
+    """The moments of two sets of rows together (Chan et al., 1979)."""
+    wa, mean_a, m2_a = a
+    wb, mean_b, m2_b = b
+    if wa == 0 or wb == 0:
+        return a if wb == 0 else b
+    total = wa + wb
+    shift = mean_b - mean_a
+    mean = mean_a + shift * (wb / total)
+    return total, mean, m2_a + m2_b + shift * shift * (wa * wb / total)
+
+
+def _dask_variances(X, y, attributes, sample_weight):
+    """``(column variances, label variance or None)`` of a Dask ``X`` and ``y``.
+
+    One pass: each block's means and squared deviations, merged in a tree
+    by the pairwise update of Chan, Golub & LeVeque, as stable as the two
+    passes of :func:`_column_variances`.
+    """
+    from sklearn_fil.utils._dask import tree_reduce
+
+    with_label = "label" in attributes
+    if with_label and y is None:
+        raise ValueError("The label is an attribute but y is None.")
+    total, _, squares = tree_reduce(
+        _block_moments,
+        _merge_moments,
+        X,
+        (y if with_label else None, sample_weight),
+    )
+    variances = squares / total
+    if with_label:
+        return variances[:-1], float(variances[-1])
+    return variances, None
 
 
 def _check_scale_inputs(shape, variance, sizes, caller):
@@ -332,6 +429,21 @@ def relative_mse_bound(attribute_fil, variance, sizes, *, group_fil="spectral"):
         ``inf`` for an example of zero FIL, ``nan`` when no attribute varies.
     """
     caller = "relative_mse_bound"
+    if group_fil not in ("spectral", "trace"):
+        raise ValueError(f"{caller}: group_fil must be 'spectral' or 'trace'.")
+    if is_dask(attribute_fil):  # lazy, block by block
+        if attribute_fil.ndim != 2:
+            raise ValueError(f"{caller}: attribute_fil must be 2-D.")
+        _check_scale_inputs(attribute_fil.shape, variance, sizes, caller)
+        return attribute_fil.rechunk({1: -1}).map_blocks(
+            relative_mse_bound,
+            variance,
+            sizes,
+            group_fil=group_fil,
+            drop_axis=1,
+            dtype=np.float64,
+            meta=np.empty((0,)),
+        )
     if isinstance(attribute_fil, Mapping):  # {name: column}, as DP-SGD keeps it
         columns = [np.asarray(v, dtype=np.float64) for v in attribute_fil.values()]
         n = columns[0].shape[0] if columns else 0
@@ -344,8 +456,6 @@ def relative_mse_bound(attribute_fil, variance, sizes, *, group_fil="spectral"):
             raise ValueError(f"{caller}: attribute_fil must be 2-D.")
         shape = attribute_fil.shape
     variance, sizes = _check_scale_inputs(shape, variance, sizes, caller)
-    if group_fil not in ("spectral", "trace"):
-        raise ValueError(f"{caller}: group_fil must be 'spectral' or 'trace'.")
     weight = variance / sizes if group_fil == "trace" else variance.copy()
     k = float(sizes[variance > 0].sum())
     n = shape[0]

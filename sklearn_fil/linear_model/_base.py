@@ -12,15 +12,16 @@ until the FIL is level. The loss is a mixin, :class:`SquaredLossMixin` or
 # SPDX-License-Identifier: BSD-3-Clause
 
 from numbers import Real
-from typing import ClassVar
+from typing import ClassVar, NamedTuple
 
 import numpy as np
 import pandas as pd
 from scipy.special import expit
 from sklearn import config_context
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
+from sklearn.utils import assert_all_finite
 from sklearn.utils.multiclass import check_classification_targets, type_of_target
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.utils.validation import check_is_fitted, check_non_negative, validate_data
 
 from sklearn_fil._glm import fit_glm
 from sklearn_fil._report import (
@@ -34,6 +35,13 @@ from sklearn_fil._report import (
 from sklearn_fil.accounting import Guarantee, gaussian_rdp, mse_bound_rdp
 from sklearn_fil.fisher import fisher_information_loss
 from sklearn_fil.report_io import privacy_report_metadata
+from sklearn_fil.utils._dask import (
+    check_dense_dask_array,
+    check_row_chunked,
+    is_dask,
+    rows_like,
+    tree_reduce,
+)
 from sklearn_fil.utils._fitted import fit_or_clear
 from sklearn_fil.utils._guarantee import GuaranteeMixin
 from sklearn_fil.utils._onehot import (
@@ -57,8 +65,9 @@ from sklearn_fil.utils._sparse import as_csr, issparse
 
 # Private fitted state, cleared with the public attributes at each fit.
 # ``_weighted``: whether the fit used non-uniform example weights (part of the
-# training recipe that attacks re-run, so release() keeps it).
-_PRIVATE_STATE = ("_weighted", "_onehot_groups", FITTED_PARAMS)
+# training recipe that attacks re-run, so release() keeps it);
+# ``_dask_weights``: the summaries of a Dask fit's weights, by array name.
+_PRIVATE_STATE = ("_weighted", "_onehot_groups", "_dask_weights", FITTED_PARAMS)
 _PUBLIC = (
     "coef_",
     "intercept_",
@@ -79,6 +88,14 @@ CERTIFIED_FRACTION = 1e-6
 NEWTON_TOL = 1e-10
 
 
+class WeightStats(NamedTuple):
+    """What the guarantee reads of the example weights (scaled to max 1)."""
+
+    n: int
+    total: float
+    uniform: bool
+
+
 class BaseReleasedGLM(GuaranteeMixin, BaseEstimator):
     """Fit a weighted GLM, release ``w* + N(0, sigma^2 I)`` and report its FIL.
 
@@ -91,6 +108,8 @@ class BaseReleasedGLM(GuaranteeMixin, BaseEstimator):
 
     _loss: ClassVar[str]
     _no_guarantee_reason: ClassVar[str]
+    # Whether fit takes a row-chunked dask.array (see _prepare_dask).
+    _dask_fit: ClassVar[bool] = False
 
     _parameter_constraints: ClassVar[dict] = {
         "sigma": [Interval(Real, 0, None, closed="neither")],
@@ -119,9 +138,20 @@ class BaseReleasedGLM(GuaranteeMixin, BaseEstimator):
         """δ of the guarantee (checked before any work), or None."""
         return None
 
-    def _preprocess(self, X, groups):
-        """The rows as the model is fitted on them."""
+    def _preprocess(self, X, groups, n_clipped=None):
+        """The rows as the model is fitted on them.
+
+        On a Dask ``X``, lazily; ``n_clipped`` is then the number of rows
+        that :meth:`_clipper` rescaled, counted by the fit's first pass.
+        """
         return X
+
+    def _clipper(self, groups):
+        """``rows -> (rows as fitted, number rescaled)``, or None (no clipping)."""
+        return None
+
+    def _check_dask_params(self):
+        """Refuse settings that have no Dask path (before any pass)."""
 
     def _sensitivity(self, omega):
         """L2 sensitivity of the exact minimiser under the guarantee, or None.
@@ -160,6 +190,52 @@ class BaseReleasedGLM(GuaranteeMixin, BaseEstimator):
         record_fitted_params(self)
         index = X.index.copy() if isinstance(X, pd.DataFrame) else None
         target_name = y.name if isinstance(y, pd.Series) and y.name is not None else "y"
+        prepare = self._prepare_dask if is_dask(X) else self._prepare
+        X, y, omega, classes, groups, delta = prepare(X, y, sample_weight)
+        fit_weight = omega  # the caller's weights (IRFIL's may change)
+        w, omega, result = self._solve(X, y, omega, groups)
+
+        attribute_names = self._attribute_names(result, groups, target_name)
+        # in units of each attribute's std (weighted, of the rows as fitted)
+        variance = attribute_variances(X, y, result.attributes, fit_weight)
+        sizes = attribute_sizes(result.attributes)
+        self.privacy_report_ = make_privacy_report(
+            result,
+            attribute_names,
+            index,
+            rel_mse_bound=relative_mse_bound(result.attribute_fil, variance, sizes),
+            **self._per_instance_columns(X, y, w, omega, delta, result.hessian),
+        )
+        self.attribute_fil_ = pd.Series(
+            result.total_attribute_fil, index=attribute_names, name="fil"
+        )
+        self.attribute_fil_sd_ = pd.Series(
+            attribute_fil_sd(result.total_attribute_fil, variance, sizes),
+            index=attribute_names,
+            name="fil_sd",
+        )
+        self.dataset_fil_ = result.dataset_fil
+        self.guarantee_ = self._guarantee(omega, delta)
+        released = w + noise_rng(self.random_state).normal(0.0, self.sigma_, w.shape)
+        d = X.shape[1]
+        self.coef_ = released[:d]
+        self.intercept_ = float(released[d]) if self.fit_intercept else 0.0
+        if classes is not None:
+            self.classes_ = classes
+        # Constant weights give the unweighted minimiser (the penalty scales
+        # with their sum); only non-uniform ones change the recipe.
+        self._weighted = not self._weight_stats(omega).uniform
+        # the report's context, which write_privacy_report keeps beside its CSV
+        self._set_report_attrs(X.shape[0])
+        return self
+
+    def _prepare(self, X, y, sample_weight):
+        """``(X, y, omega, classes, groups, delta)`` of in-memory data, checked.
+
+        ``X`` as fitted, ``y`` encoded, ``omega`` scaled to a largest weight
+        of 1; sets ``n_features_in_`` (and ``feature_names_in_``) and
+        ``sigma_``.
+        """
         X, y = validate_data(
             self,
             X,
@@ -197,42 +273,119 @@ class BaseReleasedGLM(GuaranteeMixin, BaseEstimator):
         check_onehot_groups(list(groups.values()), X, names=list(groups))
         X = self._preprocess(X, groups)
         _check_gram_finite(X, hint_data_norm=hasattr(self, "data_norm"))
-        fit_weight = omega  # the caller's weights (IRFIL's may change)
-        w, omega, result = self._solve(X, y, omega, groups)
+        return X, y, omega, classes, groups, delta
 
-        attribute_names = self._attribute_names(result, groups, target_name)
-        # in units of each attribute's std (weighted, of the rows as fitted)
-        variance = attribute_variances(X, y, result.attributes, fit_weight)
-        sizes = attribute_sizes(result.attributes)
-        self.privacy_report_ = make_privacy_report(
-            result,
-            attribute_names,
-            index,
-            rel_mse_bound=relative_mse_bound(result.attribute_fil, variance, sizes),
-            **self._per_instance_columns(X, y, w, omega, delta, result.hessian),
+    def _check_dask_input(self, X):
+        """Refuse, before any pass, what has no Dask path."""
+        name = type(self).__name__
+        if not self._dask_fit:
+            raise TypeError(
+                f"{name} does not take Dask arrays: its fits reweight the examples "
+                "by their FIL, a refit per iteration. Fit it on data in memory."
+            )
+        check_dense_dask_array(X)
+        if isinstance(self.onehot_groups, str):  # "auto"
+            raise ValueError(
+                'onehot_groups="auto" reads the one-hot layout from the data, a '
+                "pass before the fit; on a Dask array give the groups as a dict "
+                "{name: [column indices]}."
+            )
+        self._check_dask_params()
+
+    def _prepare_dask(self, X, y, sample_weight):
+        """:meth:`_prepare` of a row-chunked Dask array: one pass checks it all.
+
+        The pass raises the in-memory fit's errors for non-finite entries,
+        labels, negative weights and one-hot columns, and computes what the
+        fit needs before its own passes: the classes, the weights' range and
+        sum, the number of rows clipped and the extremes of the rows as fitted.
+        """
+        self._check_dask_input(X)
+        X = check_row_chunked(X)
+        self.n_features_in_ = X.shape[1]
+        self._onehot_groups = self.onehot_groups
+        groups = self._onehot_indices()
+        # the layout now, the values of every block in the pass
+        check_onehot_groups(
+            list(groups.values()), np.zeros((0, X.shape[1])), names=list(groups)
         )
-        self.attribute_fil_ = pd.Series(
-            result.total_attribute_fil, index=attribute_names, name="fil"
+        classifier = self._loss == "logistic"
+        y = rows_like(y, X, "y", dtype=None if classifier else np.float64)
+        weights = _dask_weights(sample_weight, X)
+        clipper = self._clipper(groups)
+        checked = tree_reduce(
+            _check_block,
+            _merge_checked,
+            X,
+            (y, weights),
+            type(self).__name__,
+            classifier,
+            groups,
+            clipper,
         )
-        self.attribute_fil_sd_ = pd.Series(
-            attribute_fil_sd(result.total_attribute_fil, variance, sizes),
-            index=attribute_names,
-            name="fil_sd",
+        classes = None
+        if classifier:
+            classes = self._binary_classes(checked.classes)
+            y = (y == classes[1]).astype(np.float64)
+        if not checked.w_max > 0:  # scikit-learn's words, as in memory
+            raise ValueError(
+                "Sample weights must contain at least one non-zero number."
+            )
+        # scaled to a largest weight of 1, as in memory (see _prepare)
+        omega = weights / checked.w_max
+        self._dask_weights = {
+            omega.name: WeightStats(
+                X.shape[0],
+                checked.w_sum / checked.w_max,
+                # the smallest scaled weight is the scaled smallest weight
+                checked.w_min / checked.w_max == 1.0,
+            )
+        }
+        delta = self._delta(X.shape[0])
+        self.sigma_ = self._noise_std(omega, delta)
+        X = self._preprocess(X, groups, n_clipped=checked.n_clipped)
+        _check_gram_finite(
+            X,
+            hint_data_norm=hasattr(self, "data_norm"),
+            extremes=(checked.x_max, checked.x_min),
         )
-        self.dataset_fil_ = result.dataset_fil
-        self.guarantee_ = self._guarantee(omega, delta)
-        released = w + noise_rng(self.random_state).normal(0.0, self.sigma_, w.shape)
-        d = X.shape[1]
-        self.coef_ = released[:d]
-        self.intercept_ = float(released[d]) if self.fit_intercept else 0.0
-        if classes is not None:
-            self.classes_ = classes
-        # Constant weights give the unweighted minimiser (the penalty scales
-        # with their sum); only non-uniform ones change the recipe.
-        self._weighted = bool(np.ptp(omega) > 0)
-        # the report's context, which write_privacy_report keeps beside its CSV
-        self.privacy_report_.attrs = privacy_report_metadata(self)
-        return self
+        return X, y, omega, classes, groups, delta
+
+    def _weight_stats(self, omega):
+        """:class:`WeightStats` of the scaled weights, NumPy or Dask.
+
+        A Dask fit's weights were summarised by its first pass; others take
+        one pass over the weights (never the rows).
+        """
+        if not is_dask(omega):
+            return WeightStats(omega.size, float(omega.sum()), not np.ptp(omega) > 0)
+        known = getattr(self, "_dask_weights", {})
+        if omega.name not in known:
+            import dask
+
+            total, low, high = dask.compute(omega.sum(), omega.min(), omega.max())
+            known[omega.name] = WeightStats(omega.shape[0], float(total), low == high)
+            self._dask_weights = known
+        return known[omega.name]
+
+    def _set_report_attrs(self, n_samples):
+        """``privacy_report_.attrs``: :func:`privacy_report_metadata`.
+
+        A Dask report keeps them as a plain attribute of the collection; its
+        partitions (and ``compute()``) do not carry them.
+        """
+        report = self.privacy_report_
+        if is_dask(report):
+            # privacy_report_metadata reads the report's length, a pass over
+            # the data on Dask: n rows of no columns (a RangeIndex) stand in
+            self.privacy_report_ = pd.DataFrame(index=pd.RangeIndex(n_samples))
+            try:
+                metadata = privacy_report_metadata(self)
+            finally:
+                self.privacy_report_ = report
+            report.attrs = metadata
+        else:
+            report.attrs = privacy_report_metadata(self)
 
     def _onehot_indices(self):
         """Column indices of each constrained one-hot group, by group name."""
@@ -276,7 +429,8 @@ class BaseReleasedGLM(GuaranteeMixin, BaseEstimator):
         gtol = None
         if sensitivity is not None:
             # strong convexity sum(omega) lam turns the gradient into a distance
-            gtol = CERTIFIED_FRACTION * sensitivity * float(omega.sum()) * self.lam
+            total = self._weight_stats(omega).total
+            gtol = CERTIFIED_FRACTION * sensitivity * total * self.lam
         tol, max_iter = self._newton_options()
         return fit_glm(
             X,
@@ -300,6 +454,12 @@ class BaseReleasedGLM(GuaranteeMixin, BaseEstimator):
         does not check their values again.
         """
         d = X.shape[1]
+        if is_dask(X):
+            # the engine computes the Gram in its one pass on Dask; unit
+            # weights (as None) let it share the Hessian's, as in memory
+            loss_hessian = None
+            if self._weight_stats(omega).uniform:
+                omega = None
         with config_context(assume_finite=True):
             return fisher_information_loss(
                 X,
@@ -376,10 +536,14 @@ class BaseReleasedGLM(GuaranteeMixin, BaseEstimator):
         return X @ self.coef_ + self.intercept_
 
 
-def _check_gram_finite(X, hint_data_norm):
-    """Refuse entries whose squares overflow the Hessian's sums."""
+def _check_gram_finite(X, hint_data_norm, extremes=None):
+    """Refuse entries whose squares overflow the Hessian's sums.
+
+    ``extremes``: ``(X.max(), X.min())`` when already known (a Dask pass).
+    """
     # max and min, not abs(X).max(): no n x d temporary (dense or sparse)
-    largest = max(abs(float(X.max())), abs(float(X.min())))
+    high, low = (X.max(), X.min()) if extremes is None else extremes
+    largest = max(abs(float(high)), abs(float(low)))
     if not np.isfinite(largest * largest * X.shape[0] * X.shape[1]):
         raise ValueError(
             f"X has entries up to {largest:.3g} in magnitude: the sums of their "
@@ -387,6 +551,68 @@ def _check_gram_finite(X, hint_data_norm):
             "(e.g. with StandardScaler)"
             + (" or set data_norm." if hint_data_norm else ".")
         )
+
+
+def _dask_weights(sample_weight, X):
+    """The example weights as a Dask array in the row chunks of ``X``."""
+    import dask.array as da
+
+    if sample_weight is None or np.ndim(sample_weight) == 0:
+        value = 1.0 if sample_weight is None else float(sample_weight)
+        return da.full(X.shape[0], value, chunks=(X.chunks[0],), dtype=np.float64)
+    return rows_like(sample_weight, X, "sample_weight")
+
+
+class _Checked(NamedTuple):
+    """What the first pass of a Dask fit learns (see ``_check_block``)."""
+
+    x_max: float
+    x_min: float
+    w_min: float
+    w_max: float
+    w_sum: float
+    n_clipped: int
+    classes: np.ndarray | None
+
+
+def _check_block(X, y, omega, estimator_name, classifier, groups, clipper):
+    """The in-memory fit's checks of values, on one block of rows."""
+    assert_all_finite(X, input_name="X", estimator_name=estimator_name)
+    assert_all_finite(y, input_name="y")
+    assert_all_finite(omega, input_name="sample_weight")
+    check_non_negative(omega, "`sample_weight`")
+    classes = None
+    if classifier:
+        check_classification_targets(y)
+        classes = np.unique(y)
+    check_onehot_groups(list(groups.values()), X, names=list(groups))
+    n_clipped = 0
+    if clipper is not None:
+        X, n_clipped = clipper(X)
+    return _Checked(
+        float(X.max(initial=-np.inf)),
+        float(X.min(initial=np.inf)),
+        float(omega.min(initial=np.inf)),
+        float(omega.max(initial=-np.inf)),
+        float(omega.sum()),
+        int(n_clipped),
+        classes,
+    )
+
+
+def _merge_checked(a, b):
+    classes = a.classes
+    if classes is not None:
+        classes = np.union1d(classes, b.classes)
+    return _Checked(
+        max(a.x_max, b.x_max),
+        min(a.x_min, b.x_min),
+        min(a.w_min, b.w_min),
+        max(a.w_max, b.w_max),
+        a.w_sum + b.w_sum,
+        a.n_clipped + b.n_clipped,
+        classes,
+    )
 
 
 class SquaredLossMixin(RegressorMixin):
@@ -428,15 +654,20 @@ class LogisticLossMixin(ClassifierMixin):
     def _encode_y(self, y):
         """0/1 targets (1 for ``classes_[1]``) and ``classes_``."""
         check_classification_targets(y)
-        y_type = type_of_target(y, input_name="y")
-        classes = np.unique(y)
+        classes = self._binary_classes(np.unique(y))
+        return (y == classes[1]).astype(np.float64), classes
+
+    def _binary_classes(self, classes):
+        """``classes`` (the sorted distinct labels), checked to be two."""
+        # the type of the distinct labels is that of y (1-D)
+        y_type = type_of_target(classes, input_name="y")
         if y_type != "binary" or classes.size != 2:
             raise ValueError(
                 f"Only binary classification is supported by {type(self).__name__}: "
                 f"y must have exactly 2 classes; got {classes.size} class(es) "
                 f"(target type {y_type!r})."
             )
-        return (y == classes[1]).astype(np.float64), classes
+        return classes
 
     def _newton_options(self):
         return NEWTON_TOL, self.max_iter

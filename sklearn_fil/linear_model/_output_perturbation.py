@@ -4,6 +4,7 @@
 # SPDX-License-Identifier: BSD-3-Clause
 
 import warnings
+from functools import partial
 from numbers import Integral, Real
 from typing import ClassVar
 
@@ -26,6 +27,7 @@ from sklearn_fil.linear_model._base import (
 )
 from sklearn_fil.linear_model._per_instance import per_instance_columns
 from sklearn_fil.utils._clipping import clip_rows, row_norms
+from sklearn_fil.utils._dask import is_dask
 from sklearn_fil.utils._sklearn_compat import Interval, StrOptions
 
 # per_instance_accounting="auto" computes the exact leave-one-out sensitivity
@@ -62,19 +64,34 @@ _NO_DP_LINEAR_MSG = (
 class _OutputPerturbed(BaseReleasedGLM):
     """One exact fit of the weighted minimiser, released with Gaussian noise."""
 
+    _dask_fit = True
+
     def fit(self, X, y, sample_weight=None):
         """Fit the model, add Gaussian noise and compute the privacy report.
 
         Parameters
         ----------
-        X : {array-like, sparse matrix, DataFrame} of shape (n_samples, n_features)
+        X : {array-like, sparse matrix, DataFrame, dask.array} of shape \
+                (n_samples, n_features)
             Training data, the private features. Sparse input (any scipy
             format, fitted as CSR, e.g. a OneHotEncoder's output) is never
-            densified and gives the dense fit's numbers to rounding.
+            densified and gives the dense fit's numbers to rounding. A dense
+            ``dask.array`` chunked by rows only (``X.rechunk({1: -1})``) is
+            fitted block by block, for data larger than memory: every sum
+            over the rows is reduced in a tree and the per-example report is
+            mapped over the blocks, so the fitted numbers equal the in-memory
+            fit's up to the order of the sums, and ``privacy_report_`` is a
+            lazy :class:`dask.dataframe.DataFrame` (``.compute()`` it, or
+            write it with ``.to_parquet(path)`` from the workers). The first
+            pass checks the values (the in-memory fit's errors). Not on Dask:
+            ``onehot_groups="auto"`` (give a dict), scipy sparse blocks, and
+            the logistic model's exact per-instance sensitivities (its report
+            holds their bound).
         y : array-like of shape (n_samples,)
-            Targets.
+            Targets; a NumPy or Dask array when X is a Dask array.
         sample_weight : array-like of shape (n_samples,), default=None
-            Weights ``omega_i`` of the examples in the objective.
+            Weights ``omega_i`` of the examples in the objective; a NumPy or
+            Dask array when X is a Dask array.
 
         Returns
         -------
@@ -87,7 +104,7 @@ class _OutputPerturbed(BaseReleasedGLM):
         w, self.n_iter_, loss_hessian = self._minimise(X, y, omega)
         return w, omega, self._fil(X, y, w, omega, groups, loss_hessian)
 
-    def _per_instance_exact(self, n_samples):
+    def _per_instance_exact(self, n_samples, dask=False):
         """Whether the report holds the exact ``Delta_i`` or its bound."""
         return True
 
@@ -99,7 +116,7 @@ class _OutputPerturbed(BaseReleasedGLM):
             w,
             omega,
             delta,
-            exact=self._per_instance_exact(X.shape[0]),
+            exact=self._per_instance_exact(X.shape[0], dask=is_dask(X)),
             hessian=hessian,
         )
 
@@ -154,9 +171,11 @@ class OutputPerturbedLinearRegression(SquaredLossMixin, _OutputPerturbed):
         Released (noised) coefficients.
     intercept_ : float
         Released (noised) intercept; 0.0 when ``fit_intercept=False``.
-    privacy_report_ : pandas.DataFrame
+    privacy_report_ : pandas.DataFrame or dask.dataframe.DataFrame
         One row per training example (index: the training index when X was a
-        DataFrame, else ``0..n-1``): ``fil`` (spectral FIL), ``dfil``
+        DataFrame, else ``0..n-1`` named ``sample``; a lazy Dask DataFrame of
+        the same columns, one partition per block of rows, when X was a Dask
+        array): ``fil`` (spectral FIL), ``dfil``
         (diagonal FIL), ``mse_bound`` (``1/dfil^2``), ``fil[<feature>]`` per
         private attribute and ``fil[<target>]`` when the label is private,
         ``rel_mse_bound`` (the ``mse_bound`` with every private coordinate in
@@ -208,6 +227,7 @@ class OutputPerturbedLinearRegression(SquaredLossMixin, _OutputPerturbed):
 
     Examples
     --------
+    >>> import numpy as np
     >>> from sklearn.datasets import make_regression
     >>> from sklearn_fil import OutputPerturbedLinearRegression
     >>> X, y = make_regression(n_samples=50, n_features=3, random_state=0)
@@ -216,6 +236,22 @@ class OutputPerturbedLinearRegression(SquaredLossMixin, _OutputPerturbed):
     ['fil', 'dfil', 'mse_bound', 'fil[x0]', 'fil[x1]', 'fil[x2]', 'fil[y]',
      'rel_mse_bound', 'loo_sensitivity', 'epsilon', 'epsilon_replace_one']
     >>> bool((reg.privacy_report_["fil"] >= reg.privacy_report_["dfil"]).all())
+    True
+
+    The same fit on a Dask array chunked by rows, its report lazy:
+
+    >>> import dask.array as da
+    >>> reg_dask = OutputPerturbedLinearRegression(sigma=0.1, random_state=0).fit(
+    ...     da.from_array(X, chunks=(20, 3)), y
+    ... )
+    >>> type(reg_dask.privacy_report_).__name__
+    'DataFrame'
+    >>> reg_dask.privacy_report_.npartitions
+    3
+    >>> bool(np.allclose(reg_dask.coef_, reg.coef_, rtol=1e-12, atol=0))
+    True
+    >>> report = reg_dask.privacy_report_.compute()
+    >>> bool(np.allclose(report["fil"], reg.privacy_report_["fil"], rtol=1e-12, atol=0))
     True
     """
 
@@ -335,7 +371,7 @@ class OutputPerturbedLogisticRegression(LogisticLossMixin, _OutputPerturbed):
         ``O(n^2 d)`` per step instead of the report's ``O(n d^2)`` (3 to 4 s
         at ``n = 10^4``, ``d = 20`` on one core; see
         :ref:`per_instance_epsilon`). ``"auto"``: exact up to 2000 training
-        examples.
+        examples, and never on a Dask array (where ``True`` is refused).
     onehot_groups : dict or "auto", default=None
         ``{name: [columns]}`` of constrained one-hot attributes, or ``"auto"``
         to find them (see :class:`OutputPerturbedLinearRegression`). The
@@ -355,8 +391,9 @@ class OutputPerturbedLogisticRegression(LogisticLossMixin, _OutputPerturbed):
         Released (noised) intercept; 0.0 when ``fit_intercept=False``.
     classes_ : ndarray of shape (2,)
         Class labels; ``classes_[1]`` is the positive class.
-    privacy_report_ : pandas.DataFrame
-        One row per training example: ``fil``, ``dfil``, ``mse_bound``,
+    privacy_report_ : pandas.DataFrame or dask.dataframe.DataFrame
+        One row per training example (lazy, on Dask: see
+        :class:`OutputPerturbedLinearRegression`): ``fil``, ``dfil``, ``mse_bound``,
         ``fil[<feature>]``, ``fil[<target>]`` and ``rel_mse_bound`` (see
         :class:`OutputPerturbedLinearRegression`), then
 
@@ -509,39 +546,71 @@ class OutputPerturbedLogisticRegression(LogisticLossMixin, _OutputPerturbed):
     def _newton_options(self):
         return self.tol, self.max_iter
 
-    def _per_instance_exact(self, n_samples):
+    def _per_instance_exact(self, n_samples, dask=False):
+        if dask:  # refits over all rows per example: the bound (see fit)
+            return False
         if self.per_instance_accounting == "auto":
             return n_samples <= AUTO_EXACT_MAX_SAMPLES
         return self.per_instance_accounting
 
-    def _preprocess(self, X, groups):
-        self.n_clipped_ = 0
+    def _check_dask_params(self):
+        if self.per_instance_accounting is True:
+            raise ValueError(
+                "per_instance_accounting=True needs every example's leave-one-out "
+                "refit over all rows, O(n^2 d): on a Dask array the report holds "
+                "its bound (loo_sensitivity_bound); set per_instance_accounting="
+                '"auto" or False.'
+            )
+
+    def _clipper(self, groups):
         if self.data_norm is None:
-            return X
-        exempt = [j for cols in groups.values() for j in cols]
+            return None
         if len(groups) >= self.data_norm**2:
             raise ValueError(
                 f"data_norm={self.data_norm:g} leaves no norm for the numeric "
                 f"columns: each of the {len(groups)} one-hot group(s) puts a 1 in "
                 f"every row, so data_norm must exceed sqrt({len(groups)})."
             )
-        clipped, self.n_clipped_ = clip_rows(X, self.data_norm, exempt=exempt)
-        n = X.shape[0]
-        if self.n_clipped_ > n / 2:
-            free = np.setdiff1d(np.arange(X.shape[1]), exempt)
-            norms = row_norms(X[:, free])
-            median = float(np.median(norms))
-            warnings.warn(
-                f"data_norm={self.data_norm:g} clipped {self.n_clipped_} of {n} "
-                f"rows (median norm {median:.3g}"
-                + (" of the numeric columns" if exempt else "")
-                + "): the model learns from rescaled data and may be little "
-                "better than a constant. Scale the features so that most rows "
-                "fit, or raise data_norm (with sigma, to keep epsilon).",
-                ClippingWarning,
-                stacklevel=7,  # the caller of fit
+        exempt = [j for cols in groups.values() for j in cols]
+        return partial(clip_rows, max_norm=self.data_norm, exempt=exempt)
+
+    def _preprocess(self, X, groups, n_clipped=None):
+        self.n_clipped_ = 0
+        clipper = self._clipper(groups)
+        if clipper is None:
+            return X
+        if is_dask(X):  # lazily; the fit's first pass counted the clipped rows
+            clipped = X.map_blocks(
+                _rows_as_fitted, clipper, dtype=np.float64, meta=np.empty((0, 0))
             )
+            self.n_clipped_ = n_clipped
+        else:
+            clipped, self.n_clipped_ = clipper(X)
+        if self.n_clipped_ > X.shape[0] / 2:
+            self._warn_clipping(X, clipper.keywords["exempt"])
         return clipped
+
+    def _warn_clipping(self, X, exempt):
+        """Warn that most of the rows ``X`` (before clipping) were clipped."""
+        free = np.setdiff1d(np.arange(X.shape[1]), exempt)
+        if is_dask(X):
+            import dask.array as da
+
+            norms = X[:, free].map_blocks(row_norms, drop_axis=1, dtype=np.float64)
+            # Dask's percentile merges the blocks' own: close to the median
+            median = f"about {float(da.percentile(norms, [50]).compute()[0]):.3g}"
+        else:
+            median = f"{float(np.median(row_norms(X[:, free]))):.3g}"
+        warnings.warn(
+            f"data_norm={self.data_norm:g} clipped {self.n_clipped_} of {X.shape[0]} "
+            f"rows (median norm {median}"
+            + (" of the numeric columns" if exempt else "")
+            + "): the model learns from rescaled data and may be little "
+            "better than a constant. Scale the features so that most rows "
+            "fit, or raise data_norm (with sigma, to keep epsilon).",
+            ClippingWarning,
+            stacklevel=9,  # the caller of fit
+        )
 
     def _delta(self, n_samples):
         return check_delta(self.delta, n_samples) if self.data_norm else None
@@ -553,15 +622,15 @@ class OutputPerturbedLogisticRegression(LogisticLossMixin, _OutputPerturbed):
             return None, _NOT_STRONGLY_CONVEX_MSG
         if self.lam == 0:
             return None, _NO_STRONG_CONVEXITY_MSG
-        if np.ptp(omega) > 0 and not self.public_sample_weight:
+        stats = self._weight_stats(omega)
+        if not stats.uniform and not self.public_sample_weight:
             return None, _PRIVATE_WEIGHTS_MSG
         row_norm = float(np.hypot(self.data_norm, float(self.fit_intercept)))
         # Strong convexity sum(omega) lam, and replacing one example moves the
         # gradient by at most 2 max(omega) L (omega is scaled to max 1).
-        n = omega.size
         sensitivity = output_perturbation_sensitivity(
-            n_samples=n, lam=self.lam, row_norm=row_norm
-        ) * (n / float(omega.sum()))
+            n_samples=stats.n, lam=self.lam, row_norm=row_norm
+        ) * (stats.n / stats.total)
         return sensitivity, None
 
     def _sensitivity(self, omega):
@@ -628,3 +697,8 @@ class OutputPerturbedLogisticRegression(LogisticLossMixin, _OutputPerturbed):
             dp_event=dp_accounting.GaussianDpEvent(self.sigma_ / sensitivity),
             event_relation="add_remove",
         )
+
+
+def _rows_as_fitted(X, clipper):
+    """The clipped rows of one block (``clipper``: see ``_clipper``)."""
+    return clipper(X)[0]

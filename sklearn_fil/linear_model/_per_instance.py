@@ -21,11 +21,14 @@ replace-one ε never exceeds the guarantee's.
 # Authors: The sklearn-fil developers
 # SPDX-License-Identifier: BSD-3-Clause
 
+from dataclasses import dataclass
+
 import numpy as np
 
-from sklearn_fil._leave_one_out import leave_one_out
+from sklearn_fil._leave_one_out import leave_one_out, squared_refits
 from sklearn_fil.accounting import default_delta, per_instance_gaussian_epsilon
 from sklearn_fil.linear_model._base import CERTIFIED_FRACTION
+from sklearn_fil.utils._dask import is_dask, map_rows
 
 # The report columns, in order. Without the leave-one-out refits the first
 # column holds the strong-convexity bound and says so in its name.
@@ -43,6 +46,62 @@ def _epsilon(sensitivity, sigma, delta):
     return eps
 
 
+@dataclass(frozen=True)
+class _Accounting:
+    """What turns ``Delta_i`` into the ε columns, shared by every row.
+
+    ``global_sensitivity`` is the guarantee's sensitivity before
+    certification (None without a guarantee), ``guarantee_epsilon`` its ε.
+    """
+
+    sigma: float
+    delta: float
+    global_sensitivity: float | None
+    guarantee_epsilon: float | None
+    exact: bool
+
+    def columns(self, sensitivity, omega):
+        """The report's columns of rows with weights ``omega``.
+
+        ``sensitivity`` is their exact ``Delta_i``, or None when not
+        ``exact`` (the strong-convexity bound, or ``inf``, is then reported).
+        """
+        gs = self.global_sensitivity
+        # 2 L max(omega) / (sum(omega) lam) with max(omega) = 1, so b_i =
+        # omega_i L / (sum(omega) lam)
+        bound = None if gs is None else 0.5 * omega * gs
+        if sensitivity is None:
+            sensitivity = np.full(omega.shape, np.inf) if bound is None else bound
+        if bound is None:
+            # no bound on the replacement of an example, except one of weight
+            # 0, whose terms the objective multiplies by 0 (the fit is bitwise
+            # the same)
+            replace_one = np.where(omega == 0, 0.0, np.inf)
+        else:
+            # the released centres are certified within CERTIFIED_FRACTION of
+            # the global sensitivity of the exact minimisers, on either data set
+            moved = np.fmin(sensitivity, bound) + bound
+            moved += 2.0 * CERTIFIED_FRACTION * gs
+            replace_one = np.minimum(
+                per_instance_gaussian_epsilon(
+                    moved, sigma=self.sigma, delta=self.delta
+                ),
+                self.guarantee_epsilon,
+            )
+        first = PER_INSTANCE_COLUMNS[0] if self.exact else BOUND_COLUMN
+        return {
+            first: sensitivity,
+            "epsilon": _epsilon(sensitivity, self.sigma, self.delta),
+            "epsilon_replace_one": replace_one,
+        }
+
+
+def _block_columns(X, y, omega, accounting, refits):
+    """The per-instance columns of one block of rows, side by side."""
+    sensitivity = None if refits is None else refits.sensitivity(X, y, omega)
+    return np.column_stack(list(accounting.columns(sensitivity, omega).values()))
+
+
 def per_instance_columns(estimator, X, y, w, omega, delta, *, exact=True, hessian=None):
     """``loo_sensitivity`` (or its bound), ``epsilon`` and ``epsilon_replace_one``.
 
@@ -50,13 +109,15 @@ def per_instance_columns(estimator, X, y, w, omega, delta, *, exact=True, hessia
     ----------
     estimator : output-perturbed estimator
         Being fitted: its loss, penalty, noise and guarantee hooks are read.
-    X : ndarray of shape (n_samples, n_features)
-        Rows as fitted (after clipping).
-    y : ndarray of shape (n_samples,)
-        Encoded targets.
+    X : ndarray of shape (n_samples, n_features) or dask.array
+        Rows as fitted (after clipping). On a row-chunked Dask array the
+        columns are lazy Dask arrays mapped over its blocks; the exact
+        ``Delta_i`` is then available for the squared loss only.
+    y : ndarray of shape (n_samples,) or dask.array
+        Encoded targets (in the row chunks of a Dask ``X``).
     w : ndarray of shape (n_params,)
         The fitted minimiser, intercept last.
-    omega : ndarray of shape (n_samples,)
+    omega : ndarray of shape (n_samples,) or dask.array
         Example weights, scaled to a largest weight of 1.
     delta : float or None
         δ of the guarantee; None: :func:`~sklearn_fil.accounting.default_delta`.
@@ -66,7 +127,7 @@ def per_instance_columns(estimator, X, y, w, omega, delta, *, exact=True, hessia
         bound ``b_i`` (``inf`` where there is none).
     hessian : ndarray of shape (n_params, n_params), default=None
         The penalised Hessian at ``w``, if known: the refits then skip its
-        Gram.
+        Gram (required on Dask).
 
     Returns
     -------
@@ -76,42 +137,38 @@ def per_instance_columns(estimator, X, y, w, omega, delta, *, exact=True, hessia
     """
     n = X.shape[0]
     delta = default_delta(n) if delta is None else delta
-    sigma = estimator.sigma_  # the noise of the release (set before the fit)
-    # the guarantee's sensitivity before certification: 2 L max(omega) /
-    # (sum(omega) lam), max(omega) = 1, so b_i = omega_i L / (sum(omega) lam)
     global_sensitivity = estimator._sensitivity(omega)
-    bound = None if global_sensitivity is None else 0.5 * omega * global_sensitivity
+    accounting = _Accounting(
+        sigma=estimator.sigma_,  # the noise of the release (set before the fit)
+        delta=delta,
+        global_sensitivity=global_sensitivity,
+        guarantee_epsilon=(
+            None
+            if global_sensitivity is None
+            else estimator._guarantee(omega, delta).epsilon
+        ),
+        exact=exact,
+    )
+    args = (
+        estimator.lam,
+        estimator.fit_intercept,
+        estimator.penalize_intercept,
+    )
+    if is_dask(X):
+        if exact and estimator._loss != "squared":
+            raise ValueError(
+                "The exact leave-one-out sensitivity of the logistic loss needs "
+                "every example's refit over all rows; on Dask only its bound is "
+                "reported."
+            )
+        refits = squared_refits(X, y, w, omega, *args, hessian) if exact else None
+        names = (PER_INSTANCE_COLUMNS[0] if exact else BOUND_COLUMN,)
+        names += PER_INSTANCE_COLUMNS[1:]
+        table = map_rows(_block_columns, X, (y, omega), 3, accounting, refits)
+        return {name: table[:, k] for k, name in enumerate(names)}
+    sensitivity = None
     if exact:
         sensitivity = leave_one_out(
-            X,
-            y,
-            w,
-            omega,
-            estimator._loss,
-            estimator.lam,
-            estimator.fit_intercept,
-            estimator.penalize_intercept,
-            hessian=hessian,
+            X, y, w, omega, estimator._loss, *args, hessian=hessian
         ).sensitivity
-    else:
-        sensitivity = np.full(n, np.inf) if bound is None else bound.copy()
-    if bound is None:
-        # no bound on the replacement of an example, except one of weight 0,
-        # whose terms the objective multiplies by 0 (the fit is bitwise the same)
-        replace_one = np.where(omega == 0, 0.0, np.inf)
-    else:
-        # the released centres are certified within CERTIFIED_FRACTION of the
-        # global sensitivity of the exact minimisers, on either data set
-        moved = np.fmin(sensitivity, bound) + bound
-        moved += 2.0 * CERTIFIED_FRACTION * global_sensitivity
-        guarantee = estimator._guarantee(omega, delta)
-        replace_one = np.minimum(
-            per_instance_gaussian_epsilon(moved, sigma=sigma, delta=delta),
-            guarantee.epsilon,
-        )
-    first = PER_INSTANCE_COLUMNS[0] if exact else BOUND_COLUMN
-    return {
-        first: sensitivity,
-        "epsilon": _epsilon(sensitivity, sigma, delta),
-        "epsilon_replace_one": replace_one,
-    }
+    return accounting.columns(sensitivity, omega)

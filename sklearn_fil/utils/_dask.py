@@ -80,6 +80,13 @@ def _add(*parts):
     return total
 
 
+def _combine(merge, *parts):
+    total = parts[0]
+    for part in parts[1:]:
+        total = merge(total, part)
+    return total
+
+
 def tree_sum(func, X, vectors, *args):
     """``sum_b func(X_b, *vectors_b, *args)`` over the row blocks, computed.
 
@@ -88,6 +95,15 @@ def tree_sum(func, X, vectors, *args):
     results are added ``SPLIT_EVERY`` at a time, so no task holds more than
     that many. Runs on the scheduler in use (a ``distributed`` client when
     one is active).
+    """
+    return tree_reduce(func, None, X, vectors, *args)
+
+
+def tree_reduce(func, merge, X, vectors, *args):
+    """:func:`tree_sum` with ``merge(a, b)`` in place of ``a + b``.
+
+    ``merge`` must be associative (the blocks are merged in a tree, in row
+    order); None adds.
     """
     import dask
 
@@ -101,7 +117,13 @@ def tree_sum(func, X, vectors, *args):
     ]
     while len(parts) > 1:
         parts = [
-            dask.delayed(_add, pure=True)(*parts[i : i + SPLIT_EVERY])
+            (
+                dask.delayed(_add, pure=True)(*parts[i : i + SPLIT_EVERY])
+                if merge is None
+                else dask.delayed(_combine, pure=True)(
+                    merge, *parts[i : i + SPLIT_EVERY]
+                )
+            )
             for i in range(0, len(parts), SPLIT_EVERY)
         ]
     (total,) = dask.compute(parts[0])
@@ -136,3 +158,25 @@ def map_rows(func, X, vectors, n_columns, *args):
         dtype=np.float64,
         meta=np.empty((0, 0)),
     )
+
+
+def check_dense_dask_array(X):
+    """Refuse Dask collections other than a dense ``dask.array``, before any pass.
+
+    A Dask DataFrame has no chunk sizes per row block until computed, and a
+    block of scipy sparse rows is not what the estimators' passes take.
+    """
+    import dask.array as da
+    from scipy import sparse
+
+    if not isinstance(X, da.Array):
+        raise TypeError(
+            f"X is a {type(X).__module__}.{type(X).__name__}; the estimators take "
+            "a dask.array chunked by rows (e.g. ddf.to_dask_array(lengths=True))."
+        )
+    if sparse.issparse(getattr(X, "_meta", None)):
+        raise TypeError(
+            "X is a Dask array of scipy sparse blocks; the estimators take dense "
+            "row blocks on Dask (X.map_blocks(lambda b: b.toarray())), or an "
+            "in-memory sparse matrix."
+        )
