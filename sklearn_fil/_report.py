@@ -236,6 +236,30 @@ def _dask_report(result, attribute_names, extra):
     return dd.from_dask_array(table, columns=names).rename_axis("sample")
 
 
+def _with_attrs(frame, attrs):
+    frame = frame.copy(deep=False)
+    frame.attrs = dict(attrs)
+    return frame
+
+
+def with_report_attrs(report, attrs):
+    """``report`` with ``attrs`` (the report's context), pandas or Dask.
+
+    Dask DataFrames have no ``attrs``: a Dask report gets them as a plain
+    attribute of the collection, and every partition (so ``compute()`` and
+    the files of ``to_parquet``, which pandas reads back into ``attrs``)
+    carries them too.
+    """
+    if not is_dask(report):
+        report.attrs = attrs
+        return report
+    report = report.map_partitions(
+        _with_attrs, attrs, meta=_with_attrs(report._meta, attrs)
+    )
+    report.attrs = attrs
+    return report
+
+
 # -- scale-free numbers ---------------------------------------------------------
 
 
@@ -334,15 +358,19 @@ def _block_moments(X, y, omega):
     The columns are those of ``X`` then ``y`` (when given); unit weights when
     ``omega`` is None.
     """
-    A = X if y is None else np.column_stack([X, y])
-    omega = np.ones(A.shape[0]) if omega is None else omega
+    omega = np.ones(X.shape[0]) if omega is None else omega
+    width = X.shape[1] + (y is not None)
     total = float(omega.sum())
     if not total > 0:
-        return 0.0, np.zeros(A.shape[1]), np.zeros(A.shape[1])
-    mean = (omega @ A) / total
-    squares = np.zeros(A.shape[1])
-    for rows, block in _squared_chunks(A, mean):
+        return 0.0, np.zeros(width), np.zeros(width)
+    mean = (omega @ X) / total
+    squares = np.zeros(X.shape[1])
+    for rows, block in _squared_chunks(X, mean):  # no n x d temporary
         squares += omega[rows] @ block
+    if y is not None:
+        mean_y = float(omega @ y) / total
+        mean = np.append(mean, mean_y)
+        squares = np.append(squares, omega @ ((y - mean_y) ** 2))
     return total, mean, squares
 
 
@@ -365,16 +393,17 @@ def _dask_variances(X, y, attributes, sample_weight):
     by the pairwise update of Chan, Golub & LeVeque, as stable as the two
     passes of :func:`_column_variances`.
     """
-    from sklearn_fil.utils._dask import tree_reduce
+    from sklearn_fil.utils._dask import rows_like, tree_reduce
 
     with_label = "label" in attributes
     if with_label and y is None:
         raise ValueError("The label is an attribute but y is None.")
+    y = rows_like(y, X, "y") if with_label else None
     total, _, squares = tree_reduce(
         _block_moments,
         _merge_moments,
         X,
-        (y if with_label else None, sample_weight),
+        (y, rows_like(sample_weight, X, "sample_weight")),
     )
     variances = squares / total
     if with_label:

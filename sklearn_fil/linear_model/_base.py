@@ -31,6 +31,7 @@ from sklearn_fil._report import (
     make_privacy_report,
     relative_mse_bound,
     target_label,
+    with_report_attrs,
 )
 from sklearn_fil.accounting import Guarantee, gaussian_rdp, mse_bound_rdp
 from sklearn_fil.fisher import fisher_information_loss
@@ -371,8 +372,8 @@ class BaseReleasedGLM(GuaranteeMixin, BaseEstimator):
     def _set_report_attrs(self, n_samples):
         """``privacy_report_.attrs``: :func:`privacy_report_metadata`.
 
-        A Dask report keeps them as a plain attribute of the collection; its
-        partitions (and ``compute()``) do not carry them.
+        A Dask report carries them on the collection and in every partition
+        (see :func:`~sklearn_fil._report.with_report_attrs`).
         """
         report = self.privacy_report_
         if is_dask(report):
@@ -383,9 +384,9 @@ class BaseReleasedGLM(GuaranteeMixin, BaseEstimator):
                 metadata = privacy_report_metadata(self)
             finally:
                 self.privacy_report_ = report
-            report.attrs = metadata
         else:
-            report.attrs = privacy_report_metadata(self)
+            metadata = privacy_report_metadata(self)
+        self.privacy_report_ = with_report_attrs(report, metadata)
 
     def _onehot_indices(self):
         """Column indices of each constrained one-hot group, by group name."""

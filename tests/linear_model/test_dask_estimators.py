@@ -128,6 +128,8 @@ def assert_equal_fits(dask_fit, numpy_fit):
     if hasattr(numpy_fit, "n_clipped_"):
         assert dask_fit.n_clipped_ == numpy_fit.n_clipped_
     attrs, attrs_ref = report.attrs, ref.attrs
+    # the partitions carry them too
+    assert computed.attrs == attrs
     assert attrs.keys() == attrs_ref.keys()
     for key in attrs:
         if key == "dataset_fil":
@@ -259,6 +261,11 @@ def test_report_to_parquet_round_trip(tmp_path):
         report.to_parquet(tmp_path / "report")
         back = dd.read_parquet(tmp_path / "report").compute()
         pd.testing.assert_frame_equal(back, report.compute(), check_index_type="equiv")
+    # the report's context is written along, and read back by pandas
+    in_pandas = pd.read_parquet(tmp_path / "report")
+    assert in_pandas.attrs == back.attrs == report.attrs
+    assert report.attrs["n"] == N
+    assert report.attrs["estimator"] == "OutputPerturbedLinearRegression"
 
 
 def _poisoned(X, chunks=(CHUNKS, -1)):
@@ -437,3 +444,28 @@ def test_release_and_predict_after_a_dask_fit():
     assert not hasattr(released, "privacy_report_")
     assert_array_equal(released.predict(X), clf.predict(X))
     assert set(clf.predict(X)) <= {"a", "b"}
+
+
+@pytest.mark.parametrize("with_label", [True, False])
+def test_variances_with_a_block_of_zero_weights(with_label):
+    """The tree merge of the blocks' moments, against np.average directly."""
+    from sklearn_fil._report import attribute_variances
+
+    X, y, weights = _data("squared")
+    weights = weights.copy()
+    weights[40:43] = 0.0  # the whole 3-row block
+    attributes = [(0,), (2, 3, 4)] + (["label"] * with_label)
+    with dask.config.set(scheduler="synchronous"):
+        variance = attribute_variances(
+            da.from_array(X, chunks=(CHUNKS, -1)),
+            da.from_array(y, chunks=60) if with_label else None,
+            attributes,
+            da.from_array(weights, chunks=(CHUNKS,)),
+        )
+
+    def var(v):
+        return np.average((v - np.average(v, weights=weights)) ** 2, weights=weights)
+
+    expected = [var(X[:, 0]), sum(var(X[:, j]) for j in (2, 3, 4))]
+    expected += [var(y)] * with_label
+    assert_allclose(variance, expected, rtol=1e-13)
