@@ -351,6 +351,7 @@ def _numpy_and_dask_errors(estimator, X, y, weights=None):
         "inf_X",
         "nan_y",
         "negative_weight",
+        "nan_weight",
         "zero_weights",
         "three_classes",
         "one_class",
@@ -373,6 +374,9 @@ def test_bad_values_raise_the_numpy_errors(case):
     elif case == "negative_weight":
         weights = np.ones(N)
         weights[130] = -1.0
+    elif case == "nan_weight":
+        weights = np.ones(N)
+        weights[60] = np.nan
     elif case == "zero_weights":
         weights = np.zeros(N)
     elif case == "overflow":
@@ -469,3 +473,12 @@ def test_variances_with_a_block_of_zero_weights(with_label):
     expected = [var(X[:, 0]), sum(var(X[:, j]) for j in (2, 3, 4))]
     expected += [var(y)] * with_label
     assert_allclose(variance, expected, rtol=1e-13)
+
+
+def test_weight_stats_of_other_dask_weights():
+    """Weights the first pass did not summarise take one pass of their own."""
+    reg = OutputPerturbedLinearRegression()
+    with dask.config.set(scheduler="synchronous"):
+        stats = reg._weight_stats(da.from_array(np.array([0.5, 1.0, 0.0]), chunks=2))
+        assert stats == (3, 1.5, False)
+        assert reg._weight_stats(da.ones(4, chunks=3)) == (4, 4.0, True)
