@@ -481,11 +481,13 @@ def _newton(gamma, r2, a, b, d1, d2, lo, hi, kf, kt, c, dist, far):
                 # eps * scale, the confirming evaluation would move mu by
                 # less than rounding: skip it.
                 g = min(abs(mu - d1), mu - d2)
-                slope = dnum / dden
-                bound = 1.0 / g + (tr_d - slope) / gap
-                if corr * corr * bound <= _EPS * scale:
-                    mu = step
-                    break
+                # bound >= 1 / g: a test without divisions first
+                if corr * corr <= _EPS * scale * g:
+                    slope = dnum / dden
+                    bound = 1.0 / g + (tr_d - slope) / gap
+                    if corr * corr * bound <= _EPS * scale:
+                        mu = step
+                        break
             else:
                 step = 0.5 * (lo + hi)
         else:
@@ -590,18 +592,24 @@ def _tau_scaled(mu, d1, a1, b1, gamma, r2, a, b, kf, kt, c, dist, far):
     dy = 2.0 * ss
     sq = dx * dx + dy * dy
     disc = np.sqrt(sq) if _TINY < sq < _HUGE else np.hypot(dx, dy)
-    # big: the eigenvalue of larger magnitude; the other one, det / big, is
-    # only needed (one division) on the branch where it is tau
+    # big: the eigenvalue of larger magnitude; the other one, det / big (a
+    # division), is needed only on the branch where it is tau
     if tr >= 0.0:
         big = 0.5 * (tr + disc)
-        tau = big if mu > d1 else (det / big if big != 0.0 else 0.0)
+        is_big = mu > d1
     else:
         big = 0.5 * (tr - disc)
-        tau = big if mu < d1 else det / big
-    # eigenvector v of the 2x2 matrix for tau: dtau = v^T Phi' v / v^T v
+        is_big = mu < d1
+    if is_big:
+        tau = big
+    else:
+        tau = det / big if big != 0.0 else 0.0
+    # eigenvector of big, the longer of (ss, big - pp) and (big - qq, ss);
+    # tau's is the same or perpendicular to it, so dtau = v^T Phi' v / v^T v
+    # does not wait for the division above
     v1 = ss
-    v2 = tau - pp
-    w1 = tau - qq
+    v2 = big - pp
+    w1 = big - qq
     w2 = ss
     nv = v1 * v1 + v2 * v2
     nw = w1 * w1 + w2 * w2
@@ -609,6 +617,8 @@ def _tau_scaled(mu, d1, a1, b1, gamma, r2, a, b, kf, kt, c, dist, far):
         v1 = w1
         v2 = w2
         nv = nw
+    if not is_big:
+        v1, v2 = -v2, v1
     proj1 = t * (v1 * a1 + v2 * b1)
     dtau = v1 * v1 * dp_r + 2.0 * v1 * v2 * ds_r + v2 * v2 * dq_r + proj1 * proj1
     # trace of Phi' and the gap to the other eigenvalue, for the stopping rule
