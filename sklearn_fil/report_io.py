@@ -26,6 +26,7 @@ import numpy as np
 import pandas as pd
 from sklearn.utils.validation import check_is_fitted
 
+from sklearn_fil.utils._dask import is_dask
 from sklearn_fil.utils._pipeline import attribute_labels, split_pipeline
 
 __all__ = [
@@ -66,7 +67,7 @@ def to_jsonable(value):
     return str(value)
 
 
-def privacy_report_metadata(estimator):
+def privacy_report_metadata(estimator, n_samples=None):
     """The context of a fitted estimator's privacy report, JSON-safe.
 
     What ``privacy_report_.attrs`` holds and what :func:`write_privacy_report`
@@ -78,6 +79,9 @@ def privacy_report_metadata(estimator):
     ----------
     estimator : fitted estimator
         An estimator of sklearn-fil with a ``privacy_report_``.
+    n_samples : int, default=None
+        Number of examples; None: the report's length (given by the fit of
+        a Dask array, whose lazy report knows its length only after a pass).
 
     Returns
     -------
@@ -118,7 +122,9 @@ def privacy_report_metadata(estimator):
         "sklearn_fil_version": _version(),
         "estimator": type(estimator).__name__,
         "estimator_params": params,
-        "n": int(estimator.privacy_report_.shape[0]),
+        "n": int(
+            estimator.privacy_report_.shape[0] if n_samples is None else n_samples
+        ),
         "sigma": getattr(estimator, "sigma_", None),
         "epsilon": guarantee.epsilon if holds else None,
         "delta": guarantee.delta if holds else None,
@@ -155,8 +161,15 @@ def sidecar_path(path):
 
 
 def write_csv(report, path):
-    """Write ``report`` as CSV, its index column named (``sample`` if unnamed)."""
-    report.rename_axis(report.index.name or "sample").to_csv(path)
+    """Write ``report`` as CSV, its index column named (``sample`` if unnamed).
+
+    A Dask report is written partition after partition into the one file.
+    """
+    label = report.index.name or "sample"
+    if is_dask(report):
+        report.to_csv(path, single_file=True, index_label=label)
+    else:
+        report.rename_axis(label).to_csv(path)
 
 
 def write_json(metadata, path):
@@ -171,7 +184,10 @@ def write_privacy_report(estimator, path):
     The CSV holds ``privacy_report_`` (index column first); the JSON file
     beside it (:func:`sidecar_path`) holds ``privacy_report_.attrs``, i.e.
     :func:`privacy_report_metadata`, which a CSV cannot keep. Both are
-    sensitive: they are computed from every training example.
+    sensitive: they are computed from every training example. The lazy
+    report of a fit on a Dask array is written partition by partition,
+    never whole in memory (``report.to_parquet`` is the faster way to keep
+    it; its files carry the ``attrs``).
 
     Parameters
     ----------

@@ -375,18 +375,8 @@ class BaseReleasedGLM(GuaranteeMixin, BaseEstimator):
         A Dask report carries them on the collection and in every partition
         (see :func:`~sklearn_fil._report.with_report_attrs`).
         """
-        report = self.privacy_report_
-        if is_dask(report):
-            # privacy_report_metadata reads the report's length, a pass over
-            # the data on Dask: n rows of no columns (a RangeIndex) stand in
-            self.privacy_report_ = pd.DataFrame(index=pd.RangeIndex(n_samples))
-            try:
-                metadata = privacy_report_metadata(self)
-            finally:
-                self.privacy_report_ = report
-        else:
-            metadata = privacy_report_metadata(self)
-        self.privacy_report_ = with_report_attrs(report, metadata)
+        metadata = privacy_report_metadata(self, n_samples=n_samples)
+        self.privacy_report_ = with_report_attrs(self.privacy_report_, metadata)
 
     def _onehot_indices(self):
         """Column indices of each constrained one-hot group, by group name."""

@@ -30,6 +30,10 @@ from sklearn_fil import (  # noqa: E402
     OutputPerturbedLogisticRegression,
 )
 from sklearn_fil.exceptions import ClippingWarning  # noqa: E402
+from sklearn_fil.report_io import (  # noqa: E402
+    read_privacy_report,
+    write_privacy_report,
+)
 
 RTOL = 1e-12
 # per_instance_gaussian_epsilon solves for ε to about 1e-15 absolute near ε = 0
@@ -266,6 +270,29 @@ def test_report_to_parquet_round_trip(tmp_path):
     assert in_pandas.attrs == back.attrs == report.attrs
     assert report.attrs["n"] == N
     assert report.attrs["estimator"] == "OutputPerturbedLinearRegression"
+
+
+def test_write_privacy_report_of_a_dask_fit(tmp_path):
+    """One CSV written partition by partition, read back as the NumPy fit's."""
+    X, y, weights = _data("logistic")
+    est = OutputPerturbedLogisticRegression(
+        data_norm=4.0, onehot_groups=GROUP, random_state=0
+    )
+    # the Dask fit reports the leave-one-out bound, as this one
+    bound = clone(est).set_params(per_instance_accounting=False)
+    numpy_fit, dask_fit = _fit_both(est, X, y, weights, reference=bound)
+    with dask.config.set(scheduler="synchronous"):
+        csv, _ = write_privacy_report(dask_fit, tmp_path / "dask.csv")
+    write_privacy_report(numpy_fit, tmp_path / "numpy.csv")
+    back = read_privacy_report(csv)
+    expected = read_privacy_report(tmp_path / "numpy.csv")
+    assert back.shape == (N, numpy_fit.privacy_report_.shape[1])
+    assert list(back.columns) == list(expected.columns)
+    assert back.index.name == "sample"
+    for column in back.columns:
+        _assert_close(back[column], expected[column], column, atol=EPSILON_ATOL)
+    assert back.attrs == dask_fit.privacy_report_.attrs
+    assert back.attrs["n"] == N and back.attrs["epsilon"] == expected.attrs["epsilon"]
 
 
 def _poisoned(X, chunks=(CHUNKS, -1)):
