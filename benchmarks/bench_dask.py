@@ -12,6 +12,10 @@ processes (one thread each, a memory limit each) reading the store by rows:
   per-example report) and writes the per-example report to disk as a Dask
   ``.npy`` stack, in one pass,
 
+or, with ``--estimator``, fits ``OutputPerturbedLinearRegression`` on the
+Dask array (fit, report, per-instance columns) and writes its lazy
+``privacy_report_`` to Parquet with ``to_parquet``,
+
 and records the wall time of each step (after a tiny fit and report on every
 worker, so that imports and numba kernels are loaded), the peak RSS of every worker
 (``getrusage`` high-water mark of the worker process) and the peak memory of
@@ -23,7 +27,7 @@ Usage::
 
     python benchmarks/bench_dask.py [--n 30000000] [--d 100] [--rows 250000]
         [--workers 2] [--memory-limit 4GiB] [--dir /tmp/sklearn_fil_dask]
-        [--check] [--keep] [--out benchmarks/results/dask.md]
+        [--check] [--estimator] [--keep] [--out benchmarks/results/dask.md]
 
 The store (``8 n d`` bytes, 24 GB at the default size) and the report (about
 as large) are deleted at the end unless ``--keep``.
@@ -38,6 +42,7 @@ import shutil
 import subprocess
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -114,6 +119,7 @@ def warm_up(n_workers):
     import dask.array as da
 
     from sklearn_fil.fisher import fisher_information_loss
+    from sklearn_fil.linear_model import OutputPerturbedLinearRegression
 
     rng = np.random.default_rng(SEED)
     X = da.from_array(rng.normal(size=(200 * n_workers, 3)), chunks=(100, -1))
@@ -121,6 +127,7 @@ def warm_up(n_workers):
     coef, intercept = fit_ridge(X, y)
     res = fisher_information_loss(X, y, coef, intercept, lam=LAM)
     res.fil.compute()
+    OutputPerturbedLinearRegression(lam=LAM).fit(X, y).privacy_report_.compute()
 
 
 def run(args, directory):
@@ -128,9 +135,6 @@ def run(args, directory):
     from distributed import Client, LocalCluster
     from distributed.diagnostics import MemorySampler
 
-    from sklearn_fil.fisher import fisher_information_loss
-
-    times = {}
     cluster = LocalCluster(
         n_workers=args.workers,
         threads_per_worker=1,
@@ -148,23 +152,10 @@ def run(args, directory):
         Xd = da.from_array(NpyRows(directory / "X.npy"), chunks=(args.rows, -1))
         yd = da.from_array(NpyRows(directory / "y.npy"), chunks=(args.rows,))
         with sampler.sample("run", interval=0.5):
-            t0 = time.perf_counter()
-            coef, intercept = fit_ridge(Xd, yd)
-            times["fit (one Gram pass)"] = time.perf_counter() - t0
-            t0 = time.perf_counter()
-            res = fisher_information_loss(
-                Xd, yd, coef, intercept, loss="squared", lam=LAM, sigma=SIGMA
-            )
-            times["report: sums pass and totals"] = time.perf_counter() - t0
-            t0 = time.perf_counter()
-            columns = [res.fil, res.dfil, res.mse_bound]
-            table = da.concatenate(
-                [*(c[:, None] for c in columns), res.attribute_fil], axis=1
-            )
-            da.to_npy_stack(str(directory / "report"), table)
-            times["report: per-example pass, written to disk"] = (
-                time.perf_counter() - t0
-            )
+            if args.estimator:
+                times, res = run_estimator(Xd, yd, directory)
+            else:
+                times, res = run_engine(Xd, yd, directory)
         peaks = client.run(worker_peak_rss)
         frame = sampler.to_pandas()
         cluster_peak = float(frame.max().iloc[0])
@@ -173,9 +164,11 @@ def run(args, directory):
         client.close()
         cluster.close()
     check = None
-    if args.check:
-        check = compare_with_numpy(directory, coef, intercept)
-    reference = numpy_reference(directory, min(args.n, args.reference_rows))
+    if args.check and not args.estimator:
+        check = compare_with_numpy(directory, res.coef, res.intercept)
+    reference = numpy_reference(
+        directory, min(args.n, args.reference_rows), args.estimator
+    )
     return {
         "times": times,
         "worker_peaks": sorted(peaks.values()),
@@ -188,7 +181,57 @@ def run(args, directory):
     }
 
 
-def numpy_reference(directory, rows):
+def run_engine(Xd, yd, directory):
+    """The ridge fit, then the engine's report written to a ``.npy`` stack."""
+    import dask.array as da
+
+    from sklearn_fil.fisher import fisher_information_loss
+
+    times = {}
+    t0 = time.perf_counter()
+    coef, intercept = fit_ridge(Xd, yd)
+    times["fit (one Gram pass)"] = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    res = fisher_information_loss(
+        Xd, yd, coef, intercept, loss="squared", lam=LAM, sigma=SIGMA
+    )
+    times["report: sums pass and totals"] = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    columns = [res.fil, res.dfil, res.mse_bound]
+    table = da.concatenate([*(c[:, None] for c in columns), res.attribute_fil], axis=1)
+    da.to_npy_stack(str(directory / "report"), table)
+    times["report: per-example pass, written to disk"] = time.perf_counter() - t0
+    res = Result(res.dataset_fil, coef, intercept)
+    return times, res
+
+
+def run_estimator(Xd, yd, directory):
+    """The estimator's fit, then its lazy report written to Parquet."""
+    from sklearn_fil.linear_model import OutputPerturbedLinearRegression
+
+    times = {}
+    t0 = time.perf_counter()
+    est = OutputPerturbedLinearRegression(sigma=SIGMA, lam=LAM, random_state=0)
+    est.fit(Xd, yd)
+    times["fit: first pass, Gram, sums, totals, variances, refit gradient"] = (
+        time.perf_counter() - t0
+    )
+    t0 = time.perf_counter()
+    est.privacy_report_.to_parquet(directory / "report")
+    times["privacy_report_ (per-example pass) written to Parquet"] = (
+        time.perf_counter() - t0
+    )
+    return times, Result(est.dataset_fil_, None, None)
+
+
+@dataclass
+class Result:
+    dataset_fil: float
+    coef: np.ndarray | None
+    intercept: float | None
+
+
+def numpy_reference(directory, rows, estimator=False):
     """In-memory NumPy times on the first ``rows`` rows, on one thread (BLAS
     and numba) as each worker has: the best of two runs of one ``X.T @ X``,
     the ridge fit and the report of those rows.
@@ -198,6 +241,7 @@ def numpy_reference(directory, rows):
 
     from sklearn_fil._glm import fit_glm
     from sklearn_fil.fisher import fisher_information_loss
+    from sklearn_fil.linear_model import OutputPerturbedLinearRegression
 
     X = np.array(np.load(directory / "X.npy", mmap_mode="r")[:rows])
     y = np.array(np.load(directory / "y.npy", mmap_mode="r")[:rows])
@@ -212,13 +256,19 @@ def numpy_reference(directory, rows):
                 t0 = time.perf_counter()
                 X.T @ X
                 t1 = time.perf_counter()
-                w, _ = fit_glm(
-                    X, y, np.ones(rows), "squared", LAM, True, False, None, 1
-                )
-                t2 = time.perf_counter()
-                fisher_information_loss(
-                    X, y, w[:d], w[d], loss="squared", lam=LAM, sigma=SIGMA
-                )
+                if estimator:  # the whole fit in "report", none in "fit"
+                    t2 = time.perf_counter()
+                    OutputPerturbedLinearRegression(
+                        sigma=SIGMA, lam=LAM, random_state=0
+                    ).fit(X, y)
+                else:
+                    w, _ = fit_glm(
+                        X, y, np.ones(rows), "squared", LAM, True, False, None, 1
+                    )
+                    t2 = time.perf_counter()
+                    fisher_information_loss(
+                        X, y, w[:d], w[d], loss="squared", lam=LAM, sigma=SIGMA
+                    )
                 t3 = time.perf_counter()
                 for key, dt in (
                     ("gram", t1 - t0),
@@ -282,9 +332,16 @@ def markdown(args, result, write_s, elapsed, command):
         " scaled by 1e-3, 1e-2, 1e2, 1e3; y linear plus N(0, 0.25) noise;"
         f" written block by block in {write_s:.0f} s.",
         f"- Model: ridge regression with an intercept, lam = {LAM}, sigma = {SIGMA};"
-        f" every feature and the label private ({d + 1} attribute columns). The"
-        f" per-example report ({report_gb:.1f} GB: fil, dfil, mse_bound and one"
-        " FIL per attribute) is written to a Dask `.npy` stack.",
+        f" every feature and the label private ({d + 1} attribute columns). "
+        + (
+            "`OutputPerturbedLinearRegression` fitted on the Dask array; its lazy"
+            " `privacy_report_` (fil, dfil, mse_bound, one FIL per attribute,"
+            " rel_mse_bound and the exact per-instance columns loo_sensitivity,"
+            " epsilon, epsilon_replace_one) written with `to_parquet`."
+            if args.estimator
+            else f"The per-example report ({report_gb:.1f} GB: fil, dfil, mse_bound"
+            " and one FIL per attribute) is written to a Dask `.npy` stack."
+        ),
         "",
         "| step | wall s |",
         "|---|---:|",
@@ -316,8 +373,13 @@ def markdown(args, result, write_s, elapsed, command):
     lines += [
         f"- NumPy in memory on the first {ref['rows']:,} rows, same run, on one"
         " thread (BLAS and numba) as each worker has, best of 2: one X.T @ X"
-        f" {ref['gram']:.2f} s, ridge fit {ref['fit']:.2f} s, report"
-        f" {ref['report']:.2f} s. Scaled by n / {ref['rows']:,} = {scale:.0f}, fit"
+        f" {ref['gram']:.2f} s, "
+        + (
+            f"the estimator's fit (report included) {ref['report']:.2f} s."
+            if args.estimator
+            else f"ridge fit {ref['fit']:.2f} s, report {ref['report']:.2f} s."
+        )
+        + f" Scaled by n / {ref['rows']:,} = {scale:.0f}, fit"
         f" and report in memory on one thread would take {in_memory:.0f} s (had the"
         f" data fitted): the Dask run on {args.workers} workers took"
         f" {dask_s / in_memory:.2f} times that (1 / {args.workers} ="
@@ -342,6 +404,7 @@ def main(argv=None):
     parser.add_argument("--memory-limit", default="4GiB")
     parser.add_argument("--dir", default="/tmp/sklearn_fil_dask")
     parser.add_argument("--check", action="store_true")
+    parser.add_argument("--estimator", action="store_true")
     parser.add_argument("--reference-rows", type=int, default=1_000_000)
     parser.add_argument("--keep", action="store_true")
     parser.add_argument("--out", default="benchmarks/results/dask.md")
