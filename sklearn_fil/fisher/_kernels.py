@@ -88,7 +88,9 @@ def _ratio_bound(m):
     Beyond ``m`` terms the geometric series ``sum_j u^j``, ``|u| <= r``,
     leaves at most ``r**m / (1 - r)`` of its leading term: below a quarter of
     an ulp, less than the rounding of the direct sum it replaces. The 1%
-    margin covers the rounding of the ratio itself.
+    margin covers the rounding of the ratio itself. The slope's series
+    (coefficients ``j + 1``) is cut a few ulps coarser; the slope sets only
+    the Newton step, not the root.
     """
     lo, hi = 0.0, 1.0
     for _ in range(100):
@@ -108,8 +110,8 @@ _RHO6 = _ratio_bound(6)
 _MIN_FAR = 8
 _MAX_TAIL = 4
 # rough cost, in flops, of one pole summed directly over a whole solve (a
-# division and ten flops, times about four iterations), against the flops per
-# pole of the moment pass with 3, 4 or 6 terms
+# division and ten flops, times three or four iterations), against the flops
+# per pole of the moment pass with 3, 4 or 6 terms
 _NEAR_COST = 80
 _FAR_COST3 = 14
 _FAR_COST4 = 17
