@@ -119,14 +119,16 @@ _FAR_COST6 = 26
 
 
 @numba.njit(cache=True, nogil=True)
-def _far_terms(gamma, r2, lo, kf, kt):
-    """Terms needed to expand the poles ``kf..kt-1`` about their midpoint.
+def _far_terms(g_hi, g_lo, r2, lo):
+    """Terms needed to expand the poles ``r2 * [g_lo, g_hi]`` about their midpoint.
 
     ``0`` when the ratio ``h / (lo - c)`` (half-width over the distance of
     the midpoint ``c`` to the lowest possible root) is above ``_RHO6``.
+    Scalars only: an array argument would cost two atomic reference counts
+    per call.
     """
-    c = 0.5 * r2 * (gamma[kf] + gamma[kt - 1])
-    h = 0.5 * r2 * (gamma[kf] - gamma[kt - 1])
+    c = 0.5 * r2 * (g_hi + g_lo)
+    h = 0.5 * r2 * (g_hi - g_lo)
     dist = lo - c
     if not dist > 0.0:
         return 0
@@ -140,40 +142,18 @@ def _far_terms(gamma, r2, lo, kf, kt):
 
 
 @numba.njit(cache=True, nogil=True)
-def _first_far(gamma, r2, lo, kt):
-    """Smallest ``kf >= 1`` whose poles ``kf..kt-1`` may be expanded, or ``kt``.
-
-    The ratio of :func:`_far_terms` only decreases as ``kf`` grows (``gamma``
-    is decreasing): one test settles that none is, and a scan from ``1``
-    stops at the first (usually after a pole or two: the near poles are the
-    few top eigenvalues of ``K``).
-    """
-    k_last = kt - _MIN_FAR
-    if k_last < 1:
-        return kt
-    g_end = gamma[kt - 1]
-    for kf in range(1, k_last + 1):
-        c = 0.5 * r2 * (gamma[kf] + g_end)
-        h = 0.5 * r2 * (gamma[kf] - g_end)
-        if h <= _RHO6 * (lo - c) and lo > c:
-            return kf
-        if kf == 1:
-            # settle the hopeless case before scanning on
-            c = 0.5 * r2 * (gamma[k_last] + g_end)
-            h = 0.5 * r2 * (gamma[k_last] - g_end)
-            if not (h <= _RHO6 * (lo - c) and lo > c):
-                return kt
-    return kt
-
-
-@numba.njit(cache=True, nogil=True)
 def _far_group(gamma, r2, lo):
     """Poles ``kf..kt-1`` summed by moments, and the number of terms.
 
-    Two candidates: every pole from ``kf`` on, or the same without a short
-    tail of poles set apart by gaps (the near-zero eigenvalues of ``K``),
-    which would otherwise double the half-width. The cheaper plan wins,
-    including the plain sum (``kf = kt = p``, no group).
+    Two candidates for ``kt``: ``p``, or ``p`` less a short tail of poles set
+    apart by gaps (the near-zero eigenvalues of ``K``, which would otherwise
+    double the half-width). For each, ``kf`` is the first pole from which on
+    the poles may be expanded: the ratio of :func:`_far_terms` only
+    decreases as ``kf`` grows (``gamma`` is decreasing), so one test at the
+    last admissible ``kf`` settles that there is none, and otherwise a scan
+    from ``1`` stops after a pole or two (the near poles are the few top
+    eigenvalues of ``K``). The cheaper plan wins, including the plain sum
+    (``kf = kt = p``, no group).
     """
     p = gamma.shape[0]
     kt_gap = p
@@ -191,10 +171,15 @@ def _far_group(gamma, r2, lo):
         kt = p if trial == 0 else kt_gap
         if trial == 1 and kt_gap == p:
             break
-        kf = _first_far(gamma, r2, lo, kt)
-        if kf >= kt:
+        k_last = kt - _MIN_FAR
+        g_end = gamma[kt - 1]
+        if k_last < 1 or _far_terms(gamma[k_last], g_end, r2, lo) == 0:
             continue
-        m = _far_terms(gamma, r2, lo, kf, kt)
+        kf = 1
+        m = _far_terms(gamma[kf], g_end, r2, lo)
+        while m == 0:
+            kf += 1
+            m = _far_terms(gamma[kf], g_end, r2, lo)
         per_pole = _FAR_COST3 if m == 3 else (_FAR_COST4 if m == 4 else _FAR_COST6)
         cost = per_pole * (kt - kf) + _NEAR_COST * (p - 1 - (kt - kf))
         if cost < best_cost:
