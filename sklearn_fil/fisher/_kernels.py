@@ -200,21 +200,23 @@ def _moments3(gamma, r2, a, b, kf, kt, c, inv_l):
     g = gamma[kf:kt]
     av = a[kf:kt]
     bv = b[kf:kt]
+    # w_k = (r2 gamma_k - c) / l; products of (a w^i) and (b w^j) give the
+    # moments with one multiplication per power
+    scale = r2 * inv_l
+    shift = -c * inv_l
     for k in range(kt - kf):
-        w = (r2 * g[k] - c) * inv_l
-        w2 = w * w
-        aa = av[k] * av[k]
-        bb = bv[k] * bv[k]
-        ab = av[k] * bv[k]
-        a0 += aa
-        a1 += aa * w
-        a2 += aa * w2
-        b0 += bb
-        b1 += bb * w
-        b2 += bb * w2
-        s0 += ab
-        s1 += ab * w
-        s2 += ab * w2
+        w = g[k] * scale + shift
+        aw = av[k] * w
+        bw = bv[k] * w
+        a0 += av[k] * av[k]
+        a1 += av[k] * aw
+        a2 += aw * aw
+        b0 += bv[k] * bv[k]
+        b1 += bv[k] * bw
+        b2 += bw * bw
+        s0 += av[k] * bv[k]
+        s1 += av[k] * bw
+        s2 += aw * bw
     z = 0.0
     return (a0, a1, a2, z, z, z, b0, b1, b2, z, z, z, s0, s1, s2, z, z, z)
 
@@ -228,25 +230,28 @@ def _moments4(gamma, r2, a, b, kf, kt, c, inv_l):
     g = gamma[kf:kt]
     av = a[kf:kt]
     bv = b[kf:kt]
+    # w_k = (r2 gamma_k - c) / l; products of (a w^i) and (b w^j) give the
+    # moments with one multiplication per power
+    scale = r2 * inv_l
+    shift = -c * inv_l
     for k in range(kt - kf):
-        w = (r2 * g[k] - c) * inv_l
-        w2 = w * w
-        w3 = w2 * w
-        aa = av[k] * av[k]
-        bb = bv[k] * bv[k]
-        ab = av[k] * bv[k]
-        a0 += aa
-        a1 += aa * w
-        a2 += aa * w2
-        a3 += aa * w3
-        b0 += bb
-        b1 += bb * w
-        b2 += bb * w2
-        b3 += bb * w3
-        s0 += ab
-        s1 += ab * w
-        s2 += ab * w2
-        s3 += ab * w3
+        w = g[k] * scale + shift
+        aw = av[k] * w
+        bw = bv[k] * w
+        aw2 = aw * w
+        bw2 = bw * w
+        a0 += av[k] * av[k]
+        a1 += av[k] * aw
+        a2 += aw * aw
+        a3 += aw * aw2
+        b0 += bv[k] * bv[k]
+        b1 += bv[k] * bw
+        b2 += bw * bw
+        b3 += bw * bw2
+        s0 += av[k] * bv[k]
+        s1 += av[k] * bw
+        s2 += aw * bw
+        s3 += aw * bw2
     z = 0.0
     return (a0, a1, a2, a3, z, z, b0, b1, b2, b3, z, z, s0, s1, s2, s3, z, z)
 
@@ -262,33 +267,36 @@ def _moments6(gamma, r2, a, b, kf, kt, c, inv_l):
     g = gamma[kf:kt]
     av = a[kf:kt]
     bv = b[kf:kt]
+    # w_k = (r2 gamma_k - c) / l; products of (a w^i) and (b w^j) give the
+    # moments with one multiplication per power
+    scale = r2 * inv_l
+    shift = -c * inv_l
     for k in range(kt - kf):
-        w = (r2 * g[k] - c) * inv_l
-        w2 = w * w
-        w3 = w2 * w
-        w4 = w2 * w2
-        w5 = w4 * w
-        aa = av[k] * av[k]
-        bb = bv[k] * bv[k]
-        ab = av[k] * bv[k]
-        a0 += aa
-        a1 += aa * w
-        a2 += aa * w2
-        a3 += aa * w3
-        a4 += aa * w4
-        a5 += aa * w5
-        b0 += bb
-        b1 += bb * w
-        b2 += bb * w2
-        b3 += bb * w3
-        b4 += bb * w4
-        b5 += bb * w5
-        s0 += ab
-        s1 += ab * w
-        s2 += ab * w2
-        s3 += ab * w3
-        s4 += ab * w4
-        s5 += ab * w5
+        w = g[k] * scale + shift
+        aw = av[k] * w
+        bw = bv[k] * w
+        aw2 = aw * w
+        bw2 = bw * w
+        aw3 = aw2 * w
+        bw3 = bw2 * w
+        a0 += av[k] * av[k]
+        a1 += av[k] * aw
+        a2 += aw * aw
+        a3 += aw * aw2
+        a4 += aw2 * aw2
+        a5 += aw2 * aw3
+        b0 += bv[k] * bv[k]
+        b1 += bv[k] * bw
+        b2 += bw * bw
+        b3 += bw * bw2
+        b4 += bw2 * bw2
+        b5 += bw2 * bw3
+        s0 += av[k] * bv[k]
+        s1 += av[k] * bw
+        s2 += aw * bw
+        s3 += aw * bw2
+        s4 += aw2 * bw2
+        s5 += aw2 * bw3
     return (a0, a1, a2, a3, a4, a5, b0, b1, b2, b3, b4, b5, s0, s1, s2, s3, s4, s5)
 
 
@@ -393,9 +401,10 @@ def _split_rank2(y1, y2, n1, n2, beta, rho, gamma, r2, a, b):
     s1 = 1.0
     s2 = 1.0
     if n1 > 0.0 and n2 > 0.0:
-        s1 = np.sqrt(np.sqrt(n2 / n1))
+        q = np.sqrt(n2 / n1)
+        s1 = np.sqrt(q)
         s2 = 1.0 / s1
-        beta = beta / (s1 * s1)
+        beta = beta / q
     # Eigen-decomposition of B = [[beta, rho], [rho, 0]].
     half = 0.5 * beta
     rad = _hypot(half, rho)
@@ -405,12 +414,18 @@ def _split_rank2(y1, y2, n1, n2, beta, rho, gamma, r2, a, b):
     else:
         bm = half - rad
         bp = -(rho * rho) / bm
-    # eigenvector for eigenvalue e: (e, rho) (or (1, 0)/(0, 1) when rho = 0)
+    # eigenvector for eigenvalue e: (e, rho) (or (1, 0)/(0, 1) when rho = 0),
+    # taken for the eigenvalue of larger magnitude; the other one is its
+    # perpendicular (the sign of a column of Y v is free)
     if rho != 0.0:
-        n_p = _hypot(bp, rho)
-        n_m = _hypot(bm, rho)
-        vp1, vp2 = bp / n_p, rho / n_p
-        vm1, vm2 = bm / n_m, rho / n_m
+        if half >= 0.0:
+            n_p = _hypot(bp, rho)
+            vp1, vp2 = bp / n_p, rho / n_p
+            vm1, vm2 = -vp2, vp1
+        else:
+            n_m = _hypot(bm, rho)
+            vm1, vm2 = bm / n_m, rho / n_m
+            vp1, vp2 = vm2, -vm1
     elif beta >= 0.0:
         vp1, vp2, vm1, vm2 = 1.0, 0.0, 0.0, 1.0
     else:
