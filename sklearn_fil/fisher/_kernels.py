@@ -316,7 +316,7 @@ def _far_moments(gamma, r2, a, b, kf, kt, c, inv_l, m):
     return _moments6(gamma, r2, a, b, kf, kt, c, inv_l)
 
 
-@numba.njit(cache=True, nogil=True)
+@numba.njit(cache=True, nogil=True, inline="always")
 def _series(m0, m1, m2, m3, m4, m5, s):
     """``sum_j m_j s^j`` and its companion ``sum_j (j + 1) m_j s^j``.
 
@@ -502,7 +502,9 @@ def _newton(gamma, r2, a, b, d1, d2, lo, hi, kf, kt, c, dist, far):
 # lets the six sums be split across SIMD lanes: together they vectorise the
 # pole sum, the innermost loop of the engine (about 1.7x faster). Reordering
 # the sums moves the result by a few ulps, far inside the tested 1e-8.
-@numba.njit(cache=True, nogil=True, error_model="numpy", fastmath=_FM)
+# Inlined into _tau_scaled (same flags) by numba: LLVM does not inline calls
+# between numba functions, and each call costs reference counts on the arrays.
+@numba.njit(cache=True, nogil=True, error_model="numpy", fastmath=_FM, inline="always")
 def _pole_sums(mu, gamma, r2, a, b, k0, k1):
     """``sum_k v_k / (d_k - mu)`` and ``sum_k v_k / (d_k - mu)^2``, ``k0 <= k < k1``.
 
