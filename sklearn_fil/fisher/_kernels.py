@@ -863,7 +863,7 @@ def abs_rmatvec(X, v):
     partial = np.zeros((n_blocks, d))
     for blk in numba.prange(n_blocks):
         acc = partial[blk]
-        for i in range(blk * _BLOCK, min(n, (blk + 1) * _BLOCK)):
+        for i in range(blk * n // n_blocks, (blk + 1) * n // n_blocks):
             vi = abs(v[i])
             for j in range(d):
                 acc[j] += abs(X[i, j]) * vi

@@ -269,3 +269,13 @@ def test_plain_attribute_loop_matches_scattered_columns():
     np.testing.assert_allclose(
         plain[2][:, :d], np.sqrt(np.maximum(expected, 0.0)) * 1.3, rtol=1e-12
     )
+
+
+@pytest.mark.parametrize("n", [1, 63, 64, 65, 300, 20_000])
+def test_abs_rmatvec_reads_every_row(n):
+    # every row once, whatever n against the kernel's 64 row blocks
+    rng = np.random.default_rng(n)
+    X = rng.standard_normal((n, 3))
+    v = rng.standard_normal(n)
+    expected = np.abs(X).T @ np.abs(v)
+    np.testing.assert_allclose(kernels.abs_rmatvec(X, v), expected, rtol=1e-12)
