@@ -163,6 +163,7 @@ def run(args, directory):
     finally:
         client.close()
         cluster.close()
+    client_peak = worker_peak_rss()  # before the in-memory reference below
     check = None
     if args.check and not args.estimator:
         check = compare_with_numpy(directory, res.coef, res.intercept)
@@ -174,7 +175,7 @@ def run(args, directory):
         "worker_peaks": sorted(peaks.values()),
         "cluster_peak": cluster_peak,
         "memory_limit": limit,
-        "client_peak": worker_peak_rss(),
+        "client_peak": client_peak,
         "dataset_fil": res.dataset_fil,
         "check": check,
         "reference": reference,
