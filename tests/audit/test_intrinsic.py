@@ -18,6 +18,7 @@ from sklearn_fil import DPSGDClassifier
 from sklearn_fil.audit import IntrinsicPrivacyAudit
 from sklearn_fil.audit._intrinsic import _glorot
 from sklearn_fil.exceptions import CalibrationRangeWarning
+from tests._cluster import local_cluster
 
 
 @pytest.fixture(scope="module")
@@ -213,19 +214,8 @@ def test_reproducible_and_independent_of_n_jobs(data, sgd_audit):
 
 
 def test_dask_cluster_gives_the_serial_results(data, sgd_audit):
-    distributed = pytest.importorskip("distributed")
     X, y = data
-    with (
-        distributed.LocalCluster(
-            n_workers=2,
-            threads_per_worker=1,
-            processes=True,
-            host="127.0.0.1",
-            dashboard_address=None,
-        ) as cluster,
-        distributed.Client(cluster),
-        joblib.parallel_config(backend="dask"),
-    ):
+    with local_cluster(), joblib.parallel_config(backend="dask"):
         audit = IntrinsicPrivacyAudit(
             _sgd(), n_seeds=8, n_neighbours=4, random_state=0, n_jobs=-1
         ).fit(X, y)

@@ -11,7 +11,6 @@ two-process LocalCluster, as the data would be spread over workers.
 """
 
 import functools
-import warnings
 
 import numpy as np
 import pytest
@@ -23,6 +22,7 @@ dask = pytest.importorskip("dask")
 from sklearn_fil._glm import fit_glm  # noqa: E402
 from sklearn_fil.exceptions import NotAMinimiserWarning  # noqa: E402
 from sklearn_fil.fisher import fisher_information_loss  # noqa: E402
+from tests._cluster import local_cluster  # noqa: E402
 from tests._reference import brute_force_fil, make_problem  # noqa: E402
 
 RTOL = 1e-12
@@ -225,28 +225,15 @@ def test_bad_values_raise_from_the_first_pass():
 
 def test_local_cluster_equals_numpy():
     """Two worker processes on 127.0.0.1, as CI runs it."""
-    distributed = pytest.importorskip("distributed")
     problem = _problem("logistic", True, "random", True)
     groups = np.arange(problem["X"].shape[0]) % 3
     kw = _kwargs(problem, groups=groups)
     args = (problem["X"], problem["y"], problem["coef"], problem["intercept"])
     ref = fisher_information_loss(*args, **kw)
-    with warnings.catch_warnings():
-        # a busy CI machine makes distributed warn about slow event loops
-        warnings.simplefilter("ignore", RuntimeWarning)
-        with (
-            distributed.LocalCluster(
-                n_workers=2,
-                threads_per_worker=1,
-                processes=True,
-                host="127.0.0.1",
-                dashboard_address=None,
-            ) as cluster,
-            distributed.Client(cluster),
-        ):
-            Xd = da.from_array(problem["X"], chunks=(60, -1))
-            res = fisher_information_loss(Xd, *args[1:], **kw)
-            assert_equal_reports(res, ref)
+    with local_cluster():
+        Xd = da.from_array(problem["X"], chunks=(60, -1))
+        res = fisher_information_loss(Xd, *args[1:], **kw)
+        assert_equal_reports(res, ref)
 
 
 @pytest.mark.parametrize("loss", ["squared", "logistic"])

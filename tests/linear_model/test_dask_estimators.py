@@ -11,7 +11,6 @@ the exact leave-one-out column against refits by brute force.
 """
 
 import functools
-import warnings
 
 import numpy as np
 import pandas as pd
@@ -34,6 +33,7 @@ from sklearn_fil.report_io import (  # noqa: E402
     read_privacy_report,
     write_privacy_report,
 )
+from tests._cluster import local_cluster  # noqa: E402
 
 RTOL = 1e-12
 # per_instance_gaussian_epsilon solves for ε to about 1e-15 absolute near ε = 0
@@ -427,7 +427,6 @@ def test_bad_values_raise_the_numpy_errors(case):
 @PARQUET_WARNINGS
 def test_local_cluster_equals_numpy(tmp_path):
     """Two worker processes on 127.0.0.1, as CI runs it."""
-    distributed = pytest.importorskip("distributed")
     X, y, weights = _data("logistic")
     estimator = OutputPerturbedLogisticRegression(
         sigma=0.3,
@@ -440,26 +439,14 @@ def test_local_cluster_equals_numpy(tmp_path):
     reference = clone(estimator).set_params(per_instance_accounting=False)
     linear = OutputPerturbedLinearRegression(sigma=0.3, lam=0.01, random_state=0)
     y_linear = _data("squared")[1]
-    with warnings.catch_warnings():
-        # a busy CI machine makes distributed warn about slow event loops
-        warnings.simplefilter("ignore", RuntimeWarning)
-        with (
-            distributed.LocalCluster(
-                n_workers=2,
-                threads_per_worker=1,
-                processes=True,
-                host="127.0.0.1",
-                dashboard_address=None,
-            ) as cluster,
-            distributed.Client(cluster),
-        ):
-            numpy_fit, dask_fit = _fit_both(estimator, X, y, weights, True, reference)
-            assert_equal_fits(dask_fit, numpy_fit)
-            numpy_fit, dask_fit = _fit_both(linear, X, y_linear, weights, True)
-            assert_equal_fits(dask_fit, numpy_fit)
-            # the workers write the partitions
-            dask_fit.privacy_report_.to_parquet(tmp_path / "report")
-            back = dd.read_parquet(tmp_path / "report").compute()
+    with local_cluster():
+        numpy_fit, dask_fit = _fit_both(estimator, X, y, weights, True, reference)
+        assert_equal_fits(dask_fit, numpy_fit)
+        numpy_fit, dask_fit = _fit_both(linear, X, y_linear, weights, True)
+        assert_equal_fits(dask_fit, numpy_fit)
+        # the workers write the partitions
+        dask_fit.privacy_report_.to_parquet(tmp_path / "report")
+        back = dd.read_parquet(tmp_path / "report").compute()
     pd.testing.assert_frame_equal(
         back, numpy_fit.privacy_report_, rtol=RTOL, check_index_type="equiv"
     )
