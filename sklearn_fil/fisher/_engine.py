@@ -463,13 +463,15 @@ def _assemble(problem, sums, layout, sigma, per_example):
     ``per_example(rotations)`` returns ``fil, dfil, mse_bound,
     attribute_fil``: NumPy arrays here, lazy Dask arrays on the Dask path.
     """
-    H, H_inv = _hessian(problem, sums)
-    fil, dfil, mse_bound, attribute_fil = per_example(
-        _Rotations.of(problem, H_inv, layout, sigma)
-    )
-    total_attribute_fil, dataset_fil, group_fil = _totals(
-        problem, sums, H_inv, layout, sigma
-    )
+    # the p x p algebra on one thread when p is small (see small_matrix_blas)
+    with _glm.small_matrix_blas(problem.coef.size + problem.has_b):
+        H, H_inv = _hessian(problem, sums)
+        rotations = _Rotations.of(problem, H_inv, layout, sigma)
+    fil, dfil, mse_bound, attribute_fil = per_example(rotations)
+    with _glm.small_matrix_blas(H.shape[0]):
+        total_attribute_fil, dataset_fil, group_fil = _totals(
+            problem, sums, H_inv, layout, sigma
+        )
     return FisherInformationLoss(
         fil=fil,
         dfil=dfil,
