@@ -355,10 +355,17 @@ class RowPasses:
         self.n_features = X.shape[1]
         self.n_eff = float(omega.sum())
         self.chunk = default_chunk(self.n_features, issparse(X))
+        self._last = None
 
     def _margin(self, w):
+        # Newton asks for the objective, the gradient and the Hessian at the
+        # same w in turn: the last margin (a pass over X) is kept
+        if self._last is not None and np.array_equal(self._last[0], w):
+            return self._last[1]
         d = self.n_features
-        return self.X @ w[:d] + (w[d] if self.fit_intercept else 0.0)
+        margin = self.X @ w[:d] + (w[d] if self.fit_intercept else 0.0)
+        self._last = (w.copy(), margin)
+        return margin
 
     def objective(self, w):
         return float(self.omega @ self.family.value(self._margin(w), self.y))
