@@ -1,0 +1,60 @@
+# Authors: The sklearn-fil developers
+# SPDX-License-Identifier: BSD-3-Clause
+
+"""The passes of sklearn_fil._glm that trade memory or threads for speed.
+
+Each must give the plain computation's numbers: the weighted Gram through its
+cache-sized buffer, the margin Newton reuses, and the one-thread context of the
+p x p algebra (which must also give the threads back).
+"""
+
+import numpy as np
+import pytest
+from numpy.testing import assert_allclose
+from threadpoolctl import threadpool_info
+
+from sklearn_fil import _glm
+
+
+def _blas_threads():
+    return sorted(
+        info["num_threads"] for info in threadpool_info() if info["user_api"] == "blas"
+    )
+
+
+@pytest.mark.parametrize("has_intercept", [True, False])
+def test_weighted_gram_in_blocks_equals_the_plain_product(monkeypatch, has_intercept):
+    # blocks of 7 rows, the last one short: every row once, scaled once
+    monkeypatch.setattr(_glm, "_GRAM_BLOCK_BYTES", 8 * 7 * 3)
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((60, 3))
+    weights = rng.uniform(0.0, 2.0, 60)
+    Xt = np.column_stack([X, np.ones(60)]) if has_intercept else X
+    gram = _glm.weighted_gram(X, weights, has_intercept, chunk=1000)
+    assert_allclose(gram, Xt.T @ (weights[:, None] * Xt), rtol=1e-13)
+
+
+def test_the_kept_margin_follows_the_weights():
+    rng = np.random.default_rng(1)
+    X = rng.standard_normal((50, 2))
+    y = (rng.uniform(size=50) < 0.5).astype(float)
+    passes = _glm.RowPasses(X, y, np.ones(50), "logistic", True)
+    w1, w2 = np.array([0.3, -0.2, 0.1]), np.array([1.0, 0.5, -0.4])
+
+    def objective(w):
+        m = X @ w[:2] + w[2]
+        return float(np.sum(np.logaddexp(0.0, m) - y * m))
+
+    for w in (w1, w2, w1, w1):
+        assert passes.objective(w) == pytest.approx(objective(w), rel=1e-13)
+    w1[0] = 5.0  # changed in place after a call: not the kept weights
+    assert passes.objective(w1) == pytest.approx(objective(w1), rel=1e-13)
+
+
+def test_small_matrix_blas_limits_and_restores_threads():
+    before = _blas_threads()
+    with _glm.small_matrix_blas(_glm.SMALL_MATRIX):
+        assert set(_blas_threads()) == {1}
+    assert _blas_threads() == before
+    with _glm.small_matrix_blas(_glm.SMALL_MATRIX + 1):
+        assert _blas_threads() == before
