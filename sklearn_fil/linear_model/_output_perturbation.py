@@ -81,7 +81,7 @@ class _OutputPerturbed(BaseReleasedGLM):
             over the rows is reduced in a tree and the per-example report is
             mapped over the blocks, so the fitted numbers equal the in-memory
             fit's up to the order of the sums, and ``privacy_report_`` is a
-            lazy :class:`dask.dataframe.DataFrame` (``.compute()`` it, or
+            lazy ``dask.dataframe.DataFrame`` (``.compute()`` it, or
             write it with ``.to_parquet(path)`` from the workers). The first
             pass checks the values (the in-memory fit's errors). Not on Dask:
             ``onehot_groups="auto"`` (give a dict), scipy sparse blocks, and
