@@ -283,20 +283,26 @@ def attribute_sizes(attributes):
     )
 
 
-def _column_variances(X, sample_weight):
-    """(Weighted) variance of every column of dense or sparse ``X``."""
+def _column_moments(X, sample_weight):
+    """``(sum of weights, column means, squared deviations)`` of dense or sparse ``X``.
+
+    Weighted when ``sample_weight`` is given; two passes over a dense ``X``
+    (the means, then the deviations from them), no ``n x d`` temporary.
+    """
+    n = X.shape[0]
+    weight = np.ones(n) if sample_weight is None else sample_weight
+    total = float(weight.sum())
     if sp.issparse(X):
         if X.format not in ("csr", "csc"):
             X = X.tocsr()
-        return np.asarray(mean_variance_axis(X, axis=0, weights=sample_weight)[1])
+        mean, var = mean_variance_axis(X, axis=0, weights=sample_weight)
+        return total, np.asarray(mean), np.asarray(var) * total
     X = np.asarray(X, dtype=np.float64)
-    n = X.shape[0]
-    weight = np.ones(n) if sample_weight is None else sample_weight
-    mean = (weight @ X) / weight.sum()
+    mean = (weight @ X) / total
     squares = np.zeros(X.shape[1])
-    for rows, block in _squared_chunks(X, mean):  # no n x d temporary
+    for rows, block in _squared_chunks(X, mean):
         squares += weight[rows] @ block
-    return squares / weight.sum()
+    return total, mean, squares
 
 
 def attribute_variances(X, y, attributes, sample_weight=None):
@@ -333,7 +339,8 @@ def attribute_variances(X, y, attributes, sample_weight=None):
             )
         if not sample_weight.sum() > 0:
             raise ValueError("sample_weight must have a positive entry.")
-    columns = _column_variances(X, sample_weight)
+    total, _, squares = _column_moments(X, sample_weight)
+    columns = squares / total
     label = None
     if "label" in attributes:
         if y is None:
@@ -363,10 +370,7 @@ def _block_moments(X, y, omega):
     total = float(omega.sum())
     if not total > 0:
         return 0.0, np.zeros(width), np.zeros(width)
-    mean = (omega @ X) / total
-    squares = np.zeros(X.shape[1])
-    for rows, block in _squared_chunks(X, mean):  # no n x d temporary
-        squares += omega[rows] @ block
+    _, mean, squares = _column_moments(X, omega)
     if y is not None:
         mean_y = float(omega @ y) / total
         mean = np.append(mean, mean_y)
@@ -391,7 +395,7 @@ def _dask_variances(X, y, attributes, sample_weight):
 
     One pass: each block's means and squared deviations, merged in a tree
     by the pairwise update of Chan, Golub & LeVeque, as stable as the two
-    passes of :func:`_column_variances`.
+    passes of :func:`_column_moments`.
     """
     from sklearn_fil.utils._dask import rows_like, tree_reduce
 
