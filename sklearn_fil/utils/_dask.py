@@ -12,6 +12,7 @@ arrives (:func:`is_dask` needs no import).
 # SPDX-License-Identifier: BSD-3-Clause
 
 import math
+import operator
 
 import numpy as np
 
@@ -73,13 +74,6 @@ def rows_like(a, X, name, dtype=np.float64):
     return da.from_array(a, chunks=(X.chunks[0],))
 
 
-def _add(*parts):
-    total = parts[0]
-    for part in parts[1:]:
-        total = total + part
-    return total
-
-
 def _combine(merge, *parts):
     total = parts[0]
     for part in parts[1:]:
@@ -96,14 +90,14 @@ def tree_sum(func, X, vectors, *args):
     that many. Runs on the scheduler in use (a ``distributed`` client when
     one is active).
     """
-    return tree_reduce(func, None, X, vectors, *args)
+    return tree_reduce(func, operator.add, X, vectors, *args)
 
 
 def tree_reduce(func, merge, X, vectors, *args):
     """:func:`tree_sum` with ``merge(a, b)`` in place of ``a + b``.
 
     ``merge`` must be associative (the blocks are merged in a tree, in row
-    order); None adds.
+    order).
     """
     import dask
 
@@ -117,13 +111,7 @@ def tree_reduce(func, merge, X, vectors, *args):
     ]
     while len(parts) > 1:
         parts = [
-            (
-                dask.delayed(_add, pure=True)(*parts[i : i + SPLIT_EVERY])
-                if merge is None
-                else dask.delayed(_combine, pure=True)(
-                    merge, *parts[i : i + SPLIT_EVERY]
-                )
-            )
+            dask.delayed(_combine, pure=True)(merge, *parts[i : i + SPLIT_EVERY])
             for i in range(0, len(parts), SPLIT_EVERY)
         ]
     (total,) = dask.compute(parts[0])
