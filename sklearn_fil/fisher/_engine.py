@@ -544,10 +544,8 @@ def _example_sums(problem, private_label, groups, same_gram):
     omega, omega2 = problem.omega, problem.omega2
     # the size of the terms that cancel in the gradient at a minimiser
     r_scale = omega * LOSSES[problem.loss].residual_scale(problem.margin, problem.y)
-    grad_scale = _abs_rmatvec(problem.X, r_scale)
-    if problem.has_b:
-        grad_scale = np.append(grad_scale, r_scale.sum())
     cc, cr = omega2 * c * c, omega2 * c * r
+    grad, s, grad_scale = _gradient_sums(problem, omega * r, cr, r_scale)
     group_sums = None
     if groups is not None:
         group_sums = {}
@@ -568,11 +566,11 @@ def _example_sums(problem, private_label, groups, same_gram):
             if problem.loss_hessian is None
             else problem.loss_hessian
         ),
-        grad=problem.rmatvec(omega * r),
+        grad=grad,
         grad_scale=grad_scale,
         C2=None if same_gram else problem.gram(cc),
         C0=problem.gram(omega2) if need_c0 else None,
-        s=problem.rmatvec(cr),
+        s=s,
         rho2=float(omega2 @ (r * r)),
         groups=group_sums,
     )
@@ -600,11 +598,22 @@ def _hessian(problem, sums):
     return H, H_inv
 
 
-def _abs_rmatvec(X, v):
-    """``|X|^T |v|``: the numba kernel, or a product on the stored values."""
+def _gradient_sums(problem, u, v, w):
+    """``X~^T u``, ``X~^T v`` and ``|X~|^T |w|``: one numba pass over dense ``X``.
+
+    Sparse ``X`` takes products on its stored values (``|X|`` an ``nnz``
+    copy).
+    """
+    X = problem.X
     if issparse(X):
-        return abs(X).T @ np.abs(v)  # an nnz copy of |X|
-    return kernels.abs_rmatvec(X, v)
+        sums = [X.T @ u, X.T @ v, abs(X).T @ np.abs(w)]
+    else:
+        sums = list(kernels.gradient_sums(X, u, v, w))
+    if problem.has_b:
+        sums = [
+            np.append(x, t.sum()) for x, t in zip(sums, (u, v, np.abs(w)), strict=True)
+        ]
+    return sums
 
 
 def _chunk_product(X, rows, M, buffer):

@@ -844,31 +844,45 @@ def _group_attributes(
 
 
 @numba.njit(cache=True, nogil=True, parallel=True)
-def abs_rmatvec(X, v):
-    """``|X|^T |v|`` without an ``n x d`` copy of ``|X|``.
+def gradient_sums(X, u, v, w):
+    """``X^T u``, ``X^T v`` and ``|X|^T |w|`` in one read of ``X``.
+
+    The engine's gradient, its ``X^T omega^2 c r`` and the size of the
+    gradient's terms (the stationarity check's scale): three passes over
+    ``X`` as BLAS products and an ``abs`` kernel, one here.
 
     Parameters
     ----------
     X : ndarray of shape (n, d)
-        Matrix, fastest C-contiguous (rows are read in order).
-    v : ndarray of shape (n,)
-        Vector.
+        Matrix, C-contiguous (rows are read in order).
+    u, v, w : ndarray of shape (n,)
+        Vectors.
 
     Returns
     -------
-    out : ndarray of shape (d,)
+    out : ndarray of shape (3, d)
+        The three products, in order.
     """
     n, d = X.shape
     n_blocks = min(n, 64)
-    partial = np.zeros((n_blocks, d))
+    partial = np.zeros((n_blocks, 3, d))
     for blk in numba.prange(n_blocks):
-        acc = partial[blk]
+        acc_u = partial[blk, 0]
+        acc_v = partial[blk, 1]
+        acc_w = partial[blk, 2]
         for i in range(blk * n // n_blocks, (blk + 1) * n // n_blocks):
-            vi = abs(v[i])
+            ui = u[i]
+            vi = v[i]
+            wi = abs(w[i])
+            row = X[i]
             for j in range(d):
-                acc[j] += abs(X[i, j]) * vi
-    out = np.zeros(d)
+                x = row[j]
+                acc_u[j] += x * ui
+                acc_v[j] += x * vi
+                acc_w[j] += abs(x) * wi
+    out = np.zeros((3, d))
     for blk in range(n_blocks):
-        for j in range(d):
-            out[j] += partial[blk, j]
+        for k in range(3):
+            for j in range(d):
+                out[k, j] += partial[blk, k, j]
     return out

@@ -272,10 +272,12 @@ def test_plain_attribute_loop_matches_scattered_columns():
 
 
 @pytest.mark.parametrize("n", [1, 63, 64, 65, 300, 20_000])
-def test_abs_rmatvec_reads_every_row(n):
+def test_gradient_sums_read_every_row(n):
     # every row once, whatever n against the kernel's 64 row blocks
     rng = np.random.default_rng(n)
     X = rng.standard_normal((n, 3))
-    v = rng.standard_normal(n)
-    expected = np.abs(X).T @ np.abs(v)
-    np.testing.assert_allclose(kernels.abs_rmatvec(X, v), expected, rtol=1e-12)
+    u, v, w = rng.standard_normal((3, n))
+    expected = [X.T @ u, X.T @ v, np.abs(X).T @ np.abs(w)]
+    got = kernels.gradient_sums(X, u, v, w)
+    for k in range(3):
+        np.testing.assert_allclose(got[k], expected[k], rtol=1e-12, atol=1e-12 * n)
