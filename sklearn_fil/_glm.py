@@ -39,11 +39,14 @@ _CHUNK_BYTES = 512 * 2**20
 # itself (a few values per row), and a sparse product has no threads to hand
 # over, so small chunks cost little.
 _SPARSE_CHUNK_BYTES = 32 * 2**20
-# Side of a square matrix up to which its LAPACK/BLAS calls run on one thread
-# (small_matrix_blas): on 2 cores a 101 x 101 eigh took 2.4 ms on one thread,
-# 8.5 ms on two, and up to 70 ms on two right after a numba or BLAS pass over
-# the data (their threads still spinning); two threads win from about 1024.
-SMALL_MATRIX = 512
+# Multiply-adds ``rows * p**2`` of a pass (a Gram of ``rows x p`` data, or the
+# algebra of a ``p x p`` matrix) up to which BLAS runs on one thread
+# (small_blas). On 2 cores: a 101 x 101 eigh took 2.4 ms on one thread, 8.5 ms
+# on two and up to 70 ms right after a pass over the data (its threads still
+# spinning); a report on 10^5 x 20 data 65 ms against 111 ms, a linear fit on
+# 3 * 10^4 x 100 126 against 145 ms; two threads win from about 10^9 (a
+# 1024 x 1024 eigh, a fit on 3 * 10^5 x 100 data).
+SMALL_WORK = 5e8
 # Bytes of the scaled rows of a weighted Gram, written into one reused buffer:
 # small enough to stay in cache between the scaling and the product (a
 # 10^6 x 100 Gram: 0.50 s with chunk-sized temporaries, 0.39 s so).
@@ -62,14 +65,15 @@ def _threadpools():
     return ThreadpoolController()
 
 
-def small_matrix_blas(p):
-    """Context for the algebra of ``p x p`` matrices: BLAS on one thread if small.
+def small_blas(rows, p):
+    """Context for work on ``rows x p`` data: BLAS on one thread if it is small.
 
-    Up to ``SMALL_MATRIX`` one thread is faster, and does not wait on threads
-    that a pass over the data left spinning. Results are the same up to the
-    order of BLAS's sums.
+    Up to ``rows * p**2 = SMALL_WORK`` one thread is faster: thin products
+    gain little from a second thread, and it does not wait on threads that
+    an earlier pass (BLAS or numba) left spinning. Results are the same up
+    to the order of BLAS's sums.
     """
-    if p > SMALL_MATRIX:
+    if rows * p * p > SMALL_WORK:
         return nullcontext()
     return _threadpools().limit(limits=1, user_api="blas")
 
@@ -184,7 +188,7 @@ class SPDFactor:
         S = H * np.outer(self.scale, self.scale)
         if reg is not None:
             S[np.diag_indices_from(S)] = diag * self.scale**2  # ones, to rounding
-        with small_matrix_blas(S.shape[0]):
+        with small_blas(*S.shape):
             eval_, evec = linalg.eigh(S)
         if not eval_[-1] > 0 or eval_[0] <= SINGULAR_RTOL * eval_[-1]:
             raise ValueError(
@@ -207,7 +211,7 @@ class SPDFactor:
     def inverse(self):
         """``H^-1`` as a dense matrix."""
         V = self.eigenvectors
-        with small_matrix_blas(V.shape[0]):
+        with small_blas(*V.shape):
             inverse = (V / self.eigenvalues) @ V.T
         return inverse * np.outer(self.scale, self.scale)
 

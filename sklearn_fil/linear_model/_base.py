@@ -23,7 +23,7 @@ from sklearn.utils import assert_all_finite
 from sklearn.utils.multiclass import check_classification_targets, type_of_target
 from sklearn.utils.validation import check_is_fitted, check_non_negative, validate_data
 
-from sklearn_fil._glm import fit_glm
+from sklearn_fil._glm import fit_glm, small_blas
 from sklearn_fil._report import (
     attribute_fil_sd,
     attribute_sizes,
@@ -194,18 +194,22 @@ class BaseReleasedGLM(GuaranteeMixin, BaseEstimator):
         prepare = self._prepare_dask if is_dask(X) else self._prepare
         X, y, omega, classes, groups, delta = prepare(X, y, sample_weight)
         fit_weight = omega  # the caller's weights (IRFIL's may change)
-        w, omega, result = self._solve(X, y, omega, groups)
-
+        # small data: BLAS on one thread for every pass (see small_blas)
+        with small_blas(X.shape[0], X.shape[1] + self.fit_intercept):
+            w, omega, result = self._solve(X, y, omega, groups)
+            # in units of each attribute's std (weighted, of the rows as fitted)
+            variance = attribute_variances(X, y, result.attributes, fit_weight)
+            per_instance = self._per_instance_columns(
+                X, y, w, omega, delta, result.hessian
+            )
         attribute_names = self._attribute_names(result, groups, target_name)
-        # in units of each attribute's std (weighted, of the rows as fitted)
-        variance = attribute_variances(X, y, result.attributes, fit_weight)
         sizes = attribute_sizes(result.attributes)
         self.privacy_report_ = make_privacy_report(
             result,
             attribute_names,
             index,
             rel_mse_bound=relative_mse_bound(result.attribute_fil, variance, sizes),
-            **self._per_instance_columns(X, y, w, omega, delta, result.hessian),
+            **per_instance,
         )
         self.attribute_fil_ = pd.Series(
             result.total_attribute_fil, index=attribute_names, name="fil"

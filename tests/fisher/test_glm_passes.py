@@ -4,8 +4,8 @@
 """The passes of sklearn_fil._glm that trade memory or threads for speed.
 
 Each must give the plain computation's numbers: the weighted Gram through its
-cache-sized buffer, the margin Newton reuses, and the one-thread context of the
-p x p algebra (which must also give the threads back).
+cache-sized buffer, the margin Newton reuses, and the one-thread context of
+small work (which must also give the threads back).
 """
 
 import numpy as np
@@ -51,10 +51,12 @@ def test_the_kept_margin_follows_the_weights():
     assert passes.objective(w1) == pytest.approx(objective(w1), rel=1e-13)
 
 
-def test_small_matrix_blas_limits_and_restores_threads():
+def test_small_blas_limits_and_restores_threads():
     before = _blas_threads()
-    with _glm.small_matrix_blas(_glm.SMALL_MATRIX):
+    p = 11
+    small_rows = int(_glm.SMALL_WORK // p**2)
+    with _glm.small_blas(small_rows, p):
         assert set(_blas_threads()) == {1}
     assert _blas_threads() == before
-    with _glm.small_matrix_blas(_glm.SMALL_MATRIX + 1):
+    with _glm.small_blas(small_rows + 1, p):
         assert _blas_threads() == before
