@@ -60,9 +60,19 @@ CHORD_CONTRACTION = 0.1
 
 
 @functools.cache
-def _threadpools():
-    # the libraries loaded when first asked (NumPy's and SciPy's BLAS by then)
-    return ThreadpoolController()
+def _blas_pools():
+    # the BLAS libraries loaded when first asked (NumPy's and SciPy's by then)
+    return ThreadpoolController().select(user_api="blas")
+
+
+def blas_threads():
+    """The most threads a loaded BLAS runs on now (1 without one)."""
+    return max((lib.num_threads for lib in _blas_pools().lib_controllers), default=1)
+
+
+def one_blas_thread():
+    """Context in which every loaded BLAS runs on one thread."""
+    return _blas_pools().limit(limits=1)
 
 
 def small_blas(rows, p):
@@ -75,7 +85,7 @@ def small_blas(rows, p):
     """
     if rows * p * p > SMALL_WORK:
         return nullcontext()
-    return _threadpools().limit(limits=1, user_api="blas")
+    return one_blas_thread()
 
 
 def default_chunk(d, sparse=False):

@@ -13,7 +13,6 @@ from functools import cached_property, partial
 import numpy as np
 from scipy import linalg
 from sklearn.utils import check_array, check_consistent_length, gen_batches
-from threadpoolctl import threadpool_info, threadpool_limits
 
 from sklearn_fil import _glm
 from sklearn_fil._losses import LOSSES
@@ -820,15 +819,11 @@ def _quiet_blas(X, n_columns):
     if issparse(X) or X.shape[0] * n_columns < _QUIET_BLAS_MIN_ENTRIES:
         yield None
         return
-    blas = [info for info in threadpool_info() if info.get("user_api") == "blas"]
-    n_threads = max((info["num_threads"] for info in blas), default=1)
+    n_threads = _glm.blas_threads()
     if n_threads < 2:
         yield None
         return
-    with (
-        threadpool_limits(limits=1, user_api="blas"),
-        ThreadPoolExecutor(n_threads) as pool,
-    ):
+    with _glm.one_blas_thread(), ThreadPoolExecutor(n_threads) as pool:
 
         def gemm(A, M, out):
             bounds = np.linspace(0, A.shape[0], n_threads + 1).astype(int)
