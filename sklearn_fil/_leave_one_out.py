@@ -60,7 +60,6 @@ from sklearn_fil._glm import (
     RowPasses,
     SPDFactor,
     augment_rmatvec,
-    default_chunk,
     penalty,
     weighted_gram,
 )
@@ -155,7 +154,6 @@ def leave_one_out(
     """
     n, d = X.shape
     p = d + fit_intercept
-    chunk = default_chunk(d, _sparse.issparse(X))
     family = LOSSES[loss]
     reg = penalty(p, omega.sum(), lam, fit_intercept, penalize_intercept)
 
@@ -164,7 +162,7 @@ def leave_one_out(
 
     r, c = family.derivatives(margins(w), y)
     if hessian is None:
-        hessian = weighted_gram(X, omega * c, fit_intercept, chunk)
+        hessian = weighted_gram(X, omega * c, fit_intercept)
         hessian[np.diag_indices(p)] += reg
     factor = SPDFactor(hessian)
     # one Newton step from w: the exact minimiser to second order
@@ -464,8 +462,7 @@ class _Problem:
                 m = self.m_hat + X @ u[0, :d] + (u[0, d] if self.has_b else 0.0)
                 weights = self.omega * expit(m) * expit(-m)
                 weights[idx[k]] = 0.0
-                chunk = default_chunk(d, _sparse.issparse(X))
-                H = weighted_gram(X, weights, self.has_b, chunk)
+                H = weighted_gram(X, weights, self.has_b)
                 H[np.diag_indices(p)] += self.reg
                 try:
                     step = SPDFactor(H).solve(g[0])[None, :]

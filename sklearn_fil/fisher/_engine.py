@@ -393,9 +393,9 @@ class _Problem:
         """``X`` over ``rows`` (all of it, uncopied, for ``None``)."""
         return self.X if rows is None else self.X[rows]
 
-    def gram(self, weights, rows=None):
-        """``X~^T diag(weights) X~`` over ``rows``."""
-        return _glm.weighted_gram(self.rows(rows), weights, self.has_b, self.chunk)
+    def grams(self, weights, rows=None):
+        """``[X~^T diag(w) X~ for w in weights]`` over ``rows``, in one pass."""
+        return _glm.weighted_grams(self.rows(rows), weights, self.has_b)
 
     def rmatvec(self, v, rows=None):
         """``X~^T v`` over ``rows``."""
@@ -554,24 +554,28 @@ def _example_sums(problem, private_label, groups, same_gram):
         for label_value in np.unique(groups):
             idx = np.flatnonzero(groups == label_value)
             key = label_value.item() if hasattr(label_value, "item") else label_value
+            grams = problem.grams([cc[idx], omega2[idx]][: 1 + private_label], idx)
             group_sums[key] = (
-                problem.gram(cc[idx], idx),
-                problem.gram(omega2[idx], idx) if private_label else None,
+                grams[0],
+                grams[1] if private_label else None,
                 problem.rmatvec(cr[idx], idx),
                 float(omega2[idx] @ (r[idx] ** 2)),
             )
-    need_c0 = private_label and problem.loss != "squared"
+    # the Grams this report needs, in one pass over the rows
+    weights = {"C2": None if same_gram else cc}
+    if private_label and problem.loss != "squared":
+        weights["C0"] = omega2
+    if problem.loss_hessian is None:
+        weights["hess"] = omega * c
+    weights = {key: w for key, w in weights.items() if w is not None}
+    grams = dict(zip(weights, problem.grams(list(weights.values())), strict=True))
     return _Sums(
         n_eff=float(omega.sum()),
-        hess=(
-            problem.gram(omega * c)
-            if problem.loss_hessian is None
-            else problem.loss_hessian
-        ),
+        hess=grams.get("hess", problem.loss_hessian),
         grad=grad,
         grad_scale=grad_scale,
-        C2=None if same_gram else problem.gram(cc),
-        C0=problem.gram(omega2) if need_c0 else None,
+        C2=grams.get("C2"),
+        C0=grams.get("C0"),
         s=s,
         rho2=float(omega2 @ (r * r)),
         groups=group_sums,

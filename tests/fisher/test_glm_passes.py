@@ -23,15 +23,47 @@ def _blas_threads():
 
 
 @pytest.mark.parametrize("has_intercept", [True, False])
-def test_weighted_gram_in_blocks_equals_the_plain_product(monkeypatch, has_intercept):
-    # blocks of 7 rows, the last one short: every row once, scaled once
+def test_weighted_grams_in_blocks_equal_the_plain_products(monkeypatch, has_intercept):
+    # blocks of 7 rows in segments of 25 (both with a short last one): every
+    # row once, scaled once per weight vector, on strided rows too
     monkeypatch.setattr(_glm, "_GRAM_BLOCK_BYTES", 8 * 7 * 3)
+    monkeypatch.setattr(_glm, "_SEGMENT_ROWS", 25)
     rng = np.random.default_rng(0)
-    X = rng.standard_normal((60, 3))
-    weights = rng.uniform(0.0, 2.0, 60)
-    Xt = np.column_stack([X, np.ones(60)]) if has_intercept else X
-    gram = _glm.weighted_gram(X, weights, has_intercept, chunk=1000)
-    assert_allclose(gram, Xt.T @ (weights[:, None] * Xt), rtol=1e-13)
+    X = rng.standard_normal((120, 3))
+    weights = [rng.uniform(0.0, 2.0, 60), np.ones(60), rng.uniform(0.0, 1.0, 60)]
+    for rows in (X[:60], X[::2]):
+        Xt = np.column_stack([rows, np.ones(60)]) if has_intercept else rows
+        grams = _glm.weighted_grams(rows, weights, has_intercept)
+        assert len(grams) == 3
+        for gram, w in zip(grams, weights, strict=True):
+            assert_allclose(gram, Xt.T @ (w[:, None] * Xt), rtol=1e-13)
+        assert_allclose(
+            _glm.weighted_gram(rows, weights[0], has_intercept), grams[0], rtol=0
+        )
+
+
+def test_row_parallel_results_do_not_depend_on_the_threads(monkeypatch):
+    # segments summed in order: one thread and two give the same bits
+    monkeypatch.setattr(_glm, "_SEGMENT_ROWS", 1000)
+    rng = np.random.default_rng(2)
+    X = rng.standard_normal((10_500, 30)) * np.logspace(-3, 3, 30)
+    w = rng.uniform(0.0, 3.0, 10_500)
+    seen = []
+    real = _glm.ThreadPoolExecutor
+
+    def spy(n_threads):
+        seen.append(n_threads)
+        return real(n_threads)
+
+    monkeypatch.setattr(_glm, "ThreadPoolExecutor", spy)
+    monkeypatch.setattr(_glm, "blas_threads", lambda: 1)
+    one = _glm.weighted_grams(X, [w, np.ones(10_500)], True)
+    assert seen == []  # one thread: no pool
+    monkeypatch.setattr(_glm, "blas_threads", lambda: 2)
+    two = _glm.weighted_grams(X, [w, np.ones(10_500)], True)
+    assert seen == [2]
+    for a, b in zip(one, two, strict=True):
+        assert np.array_equal(a, b)
 
 
 def test_the_kept_margin_follows_the_weights():

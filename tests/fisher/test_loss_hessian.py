@@ -77,10 +77,13 @@ def test_given_loss_hessian_skips_the_gram(monkeypatch):
     problem = make_problem("squared", n=50, d=3, lam=0.1)
     H0 = _loss_hessian(problem)
     calls = []
-    real = _glm.weighted_gram
-    monkeypatch.setattr(
-        _glm, "weighted_gram", lambda *a, **k: calls.append(1) or real(*a, **k)
-    )
+    real = _glm.weighted_grams
+
+    def spy(X, weights, *args):
+        calls.extend(weights)
+        return real(X, weights, *args)
+
+    monkeypatch.setattr(_glm, "weighted_grams", spy)
     _run(problem)
     n_computed = len(calls)
     calls.clear()
@@ -171,14 +174,13 @@ def test_a_fit_computes_each_hessian_once(monkeypatch, cls, n_grams):
     if cls is OutputPerturbedLogisticRegression:
         y = (y > 0).astype(float)
     weights = []
-    real = _glm.weighted_gram
+    real = _glm.weighted_grams
 
-    def spy(X, w, *args):
-        weights.append(w.copy())
-        return real(X, w, *args)
+    def spy(X, ws, *args):  # every Gram, whichever module asks for it
+        weights.extend(w.copy() for w in ws)
+        return real(X, ws, *args)
 
-    monkeypatch.setattr(_glm, "weighted_gram", spy)
-    monkeypatch.setattr(_leave_one_out, "weighted_gram", spy)
+    monkeypatch.setattr(_glm, "weighted_grams", spy)
     est = cls(lam=0.05, random_state=0).fit(X, y)
     assert est.privacy_report_["loo_sensitivity"].notna().all()  # refits ran
     if n_grams is not None:
