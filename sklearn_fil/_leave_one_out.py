@@ -61,6 +61,7 @@ from sklearn_fil._glm import (
     SPDFactor,
     augment_rmatvec,
     penalty,
+    row_parallel,
     weighted_gram,
 )
 from sklearn_fil._losses import LOSSES
@@ -207,15 +208,23 @@ def _closed_form(problem, sensitivity, shifts=None):
     """The squared loss's exact ``Delta_i`` (and shifts) of every row of ``problem``.
 
     Blocks of rows whose ``n x p`` temporaries stay in cache: the passes after
-    the GEMM are memory-bound. Rows whose removal leaves a singular Hessian
-    are marked in ``problem.singular`` (their value here is finite).
+    the GEMM are memory-bound. The blocks run in parallel
+    (:func:`~sklearn_fil._glm.row_parallel`), each row written once. Rows
+    whose removal leaves a singular Hessian are marked in
+    ``problem.singular`` (their value here is finite).
     """
     n, p = problem.X.shape[0], problem.H_inv.shape[0]
-    for sl in gen_batches(n, max(1, _CACHE_BYTES // (8 * p))):
-        coef, C, _ = problem.one_step(sl)
-        sensitivity[sl] = np.abs(coef) * np.sqrt(np.einsum("ij,ij->i", C, C))
-        if shifts is not None:
-            shifts[sl] = coef[:, None] * C
+    block = max(1, _CACHE_BYTES // (8 * p))
+
+    def segment(rows):
+        for lo in range(rows.start, rows.stop, block):
+            sl = slice(lo, min(lo + block, rows.stop))
+            coef, C, _ = problem.one_step(sl)
+            sensitivity[sl] = np.abs(coef) * np.sqrt(np.einsum("ij,ij->i", C, C))
+            if shifts is not None:
+                shifts[sl] = coef[:, None] * C
+
+    row_parallel(segment, n)
 
 
 @dataclass(frozen=True)

@@ -123,6 +123,24 @@ def test_matches_brute_force_refits(loss, intercept, weighted, seed):
     assert_allclose(np.linalg.norm(res.shifts, axis=1), res.sensitivity, rtol=1e-12)
 
 
+@pytest.mark.parametrize("n_threads", [1, 2])
+def test_squared_closed_form_in_parallel_segments(monkeypatch, n_threads):
+    # segments of 7 rows in blocks of 3, shared by two threads: every row's
+    # value and singular mark written once, as the brute force has them
+    from sklearn_fil import _glm, _leave_one_out
+
+    monkeypatch.setattr(_glm, "_SEGMENT_ROWS", 7)
+    monkeypatch.setattr(_glm, "blas_threads", lambda: n_threads)
+    monkeypatch.setattr(_leave_one_out, "_CACHE_BYTES", 8 * 5 * 3)
+    X, y, omega = make_data("squared", n=40, d=4, seed=3)
+    ref, w_full = brute_force(X, y, omega, "squared", 0.05, True, False)
+    res = leave_one_out(
+        X, y, w_full, omega, "squared", 0.05, True, False, return_shifts=True
+    )
+    assert_allclose(res.sensitivity, ref, rtol=1e-8)
+    assert_allclose(np.linalg.norm(res.shifts, axis=1), res.sensitivity, rtol=1e-12)
+
+
 @pytest.mark.parametrize("n, lam, scale", [(15, 1e-3, 3.0), (20, 1e-4, 2.0)])
 def test_logistic_large_shifts_take_the_exact_newton_path(n, lam, scale, monkeypatch):
     # far-apart minimisers: the fixed-Hessian iteration contracts slowly, so
