@@ -4,7 +4,11 @@ Per-instance accounting of a Gaussian release needs ``gaussian_epsilon`` once
 per example, each with the example's own sensitivity. The scalar function
 inverts dp-accounting's curve with a bracketing root finder (milliseconds per
 call); here the same closed-form curve is inverted for a whole array with a
-safeguarded Newton iteration (a few microseconds per entry).
+safeguarded Newton iteration from interpolated starting points, entry by
+entry in a numba kernel (:mod:`sklearn_fil.accounting._kernels`, about 0.1
+microsecond per entry). ``_epsilon_numpy`` does the same on whole arrays
+with SciPy's ``ndtr``: the reference the kernel is measured and tested
+against.
 """
 
 # Authors: The sklearn-fil developers
@@ -14,24 +18,24 @@ import numpy as np
 from scipy.interpolate import CubicSpline
 from scipy.special import erfinv, log_ndtr, ndtr, ndtri
 
+from sklearn_fil.accounting import _kernels
 from sklearn_fil.accounting._gaussian import _check_scalar
+from sklearn_fil.accounting._kernels import EXP_SAFE as _EXP_SAFE
+from sklearn_fil.accounting._kernels import MAX_ITER as _MAX_ITER
+from sklearn_fil.accounting._kernels import MAX_NUDGES as _MAX_NUDGES
+from sklearn_fil.accounting._kernels import NUDGE_RTOL as _NUDGE_RTOL
+from sklearn_fil.accounting._kernels import STEP_RTOL as _STEP_RTOL
 
-# Newton on log δ(ε) converges quadratically (checked against the scalar
-# inversion): a step below this fraction of ε leaves an error of order its
-# square. The tolerance sits above the rounding of the curve near ε = 0
-# (relative 1e-12 where δ(ε) is the difference of two numbers near 1/2).
-_STEP_RTOL = 1e-7
-_MAX_ITER = 200
-# Above this ε, e^ε is evaluated in the log form (e^709 overflows).
-_EXP_SAFE = 700.0
-_MAX_NUDGES = 200
-# First upward nudge, relative: the rounding of the curve moves its computed
-# root by up to about 1e-12 of ε, so steps of a few ulps would take many rounds.
-_NUDGE_RTOL = 1e-12
 # Points of the exact ε(μ) on which the starting points are interpolated.
 _GRID = 256
+# From this many entries, a finer grid: its spline starts within the
+# rounding of the root (1e-13 over a few decades of μ, against 1e-10), so
+# that one evaluation of the curve usually confirms the start as the answer.
+_FINE_ABOVE = 2**16
+_FINE_GRID = 2048
 # Relative spread of μ below which every entry starts from one exact ε.
 _NARROW = 1e-6
+_NO_SPLINE = np.empty((4, 0))
 
 
 def _delta_curve(eps, mu):
@@ -79,6 +83,108 @@ def _newton(eps, mu, delta, lo, hi):
         eps[rows], lo[rows], hi[rows] = new, low, high
         active = rows[~done]
     return eps
+
+
+def _epsilon(mu, delta):
+    """ε for a flat array ``mu = sensitivity / sigma`` (the numba kernel).
+
+    The starting points as in :func:`_epsilon_numpy`: from each entry's upper
+    bound up to ``_GRID`` entries (or more when ``mu`` takes one value to
+    within ``_NARROW``: from that value's ε); otherwise from a cubic spline of
+    ``log eps`` in ``log mu`` through the exact ε of ``_GRID`` points
+    (``_FINE_GRID`` above ``_FINE_ABOVE`` entries).
+    """
+    mu = np.ascontiguousarray(mu, dtype=np.float64)
+    epsilon = np.empty(mu.size)
+    # δ(0) = Φ(μ/2) - Φ(-μ/2) = erf(μ / (2 sqrt 2)): at most delta below
+    # μ0 = 2 sqrt(2) erfinv(delta), where the mechanism is (0, delta)-DP already
+    mu0 = 2.0 * np.sqrt(2.0) * float(erfinv(delta))
+    # the privacy loss is N(μ²/2, μ²), so ε = μ²/2 + μ Φ⁻¹(1 - δ) bounds δ
+    z = float(ndtri(1.0 - delta))
+    count, low_mu, high_mu = _kernels.range_above(mu, mu0)
+    start, knots, coef = np.nan, np.empty(0), _NO_SPLINE
+    if count > _GRID and high_mu <= low_mu * (1.0 + _NARROW):
+        # (nearly) one value, e.g. the same bound for every example: start
+        # everyone at its epsilon
+        one = np.empty(1)
+        _kernels.gaussian_epsilons(
+            np.array([low_mu]), mu0, z, delta, np.nan, knots, coef, False, one
+        )
+        start = one[0]
+    elif count > _GRID:
+        size = _FINE_GRID if count > _FINE_ABOVE else _GRID
+        grid = np.geomspace(low_mu, high_mu, size)
+        grid_eps = np.empty(size)
+        _kernels.gaussian_epsilons(
+            grid, mu0, z, delta, np.nan, knots, coef, False, grid_eps
+        )
+        # log ε is smooth in log μ: a cubic spline starts Newton within
+        # about 1e-8, so one step reaches the tolerance
+        knots = np.log(grid)
+        coef = np.ascontiguousarray(CubicSpline(knots, np.log(grid_eps)).c)
+    _kernels.gaussian_epsilons(mu, mu0, z, delta, start, knots, coef, True, epsilon)
+    return epsilon
+
+
+def _epsilon_numpy(mu, delta):
+    """ε for a flat array ``mu = sensitivity / sigma``: the NumPy reference.
+
+    The same steps as :func:`~sklearn_fil.accounting._kernels.gaussian_epsilons`
+    on whole arrays (SciPy's ``ndtr``); kept for the benchmark and the tests.
+    """
+    epsilon = np.zeros(mu.size)
+    epsilon[np.isinf(mu)] = np.inf
+    # δ(0) = Φ(μ/2) - Φ(-μ/2) = erf(μ / (2 sqrt 2)): at most delta below
+    # μ0 = 2 sqrt(2) erfinv(delta), where the mechanism is (0, delta)-DP already
+    mu0 = 2.0 * np.sqrt(2.0) * float(erfinv(delta))
+    need = np.flatnonzero(np.isfinite(mu) & (mu > mu0))
+    if need.size:
+        m = mu[need]
+        # the privacy loss is N(μ²/2, μ²), so ε = μ²/2 + μ Φ⁻¹(1 - δ) bounds δ
+        upper = np.maximum(0.5 * m * m + m * float(ndtri(1.0 - delta)), 1e-8)
+        start = upper.copy()
+        low_mu, high_mu = m.min(), m.max()
+        if m.size > _GRID and high_mu <= low_mu * (1.0 + _NARROW):
+            # (nearly) one value, e.g. the same bound for every example: start
+            # everyone at its epsilon
+            one = np.array([low_mu])
+            top = np.maximum(0.5 * one * one + one * float(ndtri(1.0 - delta)), 1e-8)
+            start = np.full(
+                m.size, _newton(top.copy(), one, delta, np.zeros(1), top)[0]
+            )
+        elif m.size > _GRID:
+            grid = np.geomspace(low_mu, high_mu, _GRID)
+            grid_upper = np.maximum(
+                0.5 * grid * grid + grid * float(ndtri(1.0 - delta)), 1e-8
+            )
+            grid_eps = _newton(
+                grid_upper.copy(), grid, delta, np.zeros(_GRID), grid_upper.copy()
+            )
+            # log ε is smooth in log μ: a cubic spline starts Newton within
+            # about 1e-8, so one step reaches the tolerance
+            knots = np.log(grid)
+            coef = CubicSpline(knots, np.log(grid_eps)).c  # (4, _GRID - 1)
+            # the knots are evenly spaced: the interval by arithmetic, no search
+            t = (np.log(m) - knots[0]) * ((_GRID - 1) / (knots[-1] - knots[0]))
+            k = np.clip(t.astype(np.intp), 0, _GRID - 2)
+            x = np.log(m) - knots[k]
+            log_eps = ((coef[0, k] * x + coef[1, k]) * x + coef[2, k]) * x + coef[3, k]
+            start = np.minimum(np.exp(log_eps), upper)
+        eps = _newton(start, m, delta, np.zeros(m.size), upper)
+        # as computed, δ(ε) <= delta: nudge upwards where rounding says
+        # otherwise, starting one step up (the root is as often on either side)
+        step = np.maximum(4.0 * np.spacing(eps), _NUDGE_RTOL * eps)
+        eps += step
+        rows = np.arange(m.size)
+        for _ in range(_MAX_NUDGES):
+            value, _ = _delta_curve(eps[rows], m[rows])
+            rows = rows[value > delta]
+            if not rows.size:
+                break
+            eps[rows] += step[rows]
+            step[rows] *= 2.0
+        epsilon[need] = eps
+    return epsilon
 
 
 def per_instance_gaussian_epsilon(sensitivity, *, sigma, delta):
@@ -161,56 +267,4 @@ def per_instance_gaussian_epsilon(sensitivity, *, sigma, delta):
             f"sensitivity must be >= 0 (and not NaN), got {sens[bad].flat[0]!r}."
         )
     mu = (sens / sigma).ravel()
-    epsilon = np.zeros(mu.size)
-    epsilon[np.isinf(mu)] = np.inf
-    # δ(0) = Φ(μ/2) - Φ(-μ/2) = erf(μ / (2 sqrt 2)): at most delta below
-    # μ0 = 2 sqrt(2) erfinv(delta), where the mechanism is (0, delta)-DP already
-    mu0 = 2.0 * np.sqrt(2.0) * float(erfinv(delta))
-    need = np.flatnonzero(np.isfinite(mu) & (mu > mu0))
-    if need.size:
-        m = mu[need]
-        # the privacy loss is N(μ²/2, μ²), so ε = μ²/2 + μ Φ⁻¹(1 - δ) bounds δ
-        upper = np.maximum(0.5 * m * m + m * float(ndtri(1.0 - delta)), 1e-8)
-        start = upper.copy()
-        low_mu, high_mu = m.min(), m.max()
-        if m.size > _GRID and high_mu <= low_mu * (1.0 + _NARROW):
-            # (nearly) one value, e.g. the same bound for every example: start
-            # everyone at its epsilon
-            one = np.array([low_mu])
-            top = np.maximum(0.5 * one * one + one * float(ndtri(1.0 - delta)), 1e-8)
-            start = np.full(
-                m.size, _newton(top.copy(), one, delta, np.zeros(1), top)[0]
-            )
-        elif m.size > _GRID:
-            grid = np.geomspace(low_mu, high_mu, _GRID)
-            grid_upper = np.maximum(
-                0.5 * grid * grid + grid * float(ndtri(1.0 - delta)), 1e-8
-            )
-            grid_eps = _newton(
-                grid_upper.copy(), grid, delta, np.zeros(_GRID), grid_upper.copy()
-            )
-            # log ε is smooth in log μ: a cubic spline starts Newton within
-            # about 1e-8, so one step reaches the tolerance
-            knots = np.log(grid)
-            coef = CubicSpline(knots, np.log(grid_eps)).c  # (4, _GRID - 1)
-            # the knots are evenly spaced: the interval by arithmetic, no search
-            t = (np.log(m) - knots[0]) * ((_GRID - 1) / (knots[-1] - knots[0]))
-            k = np.clip(t.astype(np.intp), 0, _GRID - 2)
-            x = np.log(m) - knots[k]
-            log_eps = ((coef[0, k] * x + coef[1, k]) * x + coef[2, k]) * x + coef[3, k]
-            start = np.minimum(np.exp(log_eps), upper)
-        eps = _newton(start, m, delta, np.zeros(m.size), upper)
-        # as computed, δ(ε) <= delta: nudge upwards where rounding says
-        # otherwise, starting one step up (the root is as often on either side)
-        step = np.maximum(4.0 * np.spacing(eps), _NUDGE_RTOL * eps)
-        eps += step
-        rows = np.arange(m.size)
-        for _ in range(_MAX_NUDGES):
-            value, _ = _delta_curve(eps[rows], m[rows])
-            rows = rows[value > delta]
-            if not rows.size:
-                break
-            eps[rows] += step[rows]
-            step[rows] *= 2.0
-        epsilon[need] = eps
-    return epsilon.reshape(sens.shape)
+    return _epsilon(mu, delta).reshape(sens.shape)
