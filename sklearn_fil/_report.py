@@ -65,9 +65,9 @@ from collections.abc import Mapping
 import numpy as np
 import pandas as pd
 import scipy.sparse as sp
-from sklearn.utils import gen_batches
 from sklearn.utils.sparsefuncs import mean_variance_axis
 
+from sklearn_fil._glm import row_parallel
 from sklearn_fil.utils._dask import is_dask
 
 # Bytes of the per-chunk temporary of the passes over an n x d block: small
@@ -75,18 +75,21 @@ from sklearn_fil.utils._dask import is_dask
 _CHUNK_BYTES = 2**20
 
 
-def _squared_chunks(A, shift=None):
-    """``(rows, (A[rows] - shift)**2)`` chunk by chunk, in one reused buffer."""
-    n, d = A.shape
-    buffer = np.empty((min(n, max(1, _CHUNK_BYTES // (8 * max(d, 1)))), d))
-    for rows in gen_batches(n, buffer.shape[0]):
-        block = buffer[: rows.stop - rows.start]
+def _squared_chunks(A, shift=None, rows=slice(None)):
+    """``(chunk, (A[chunk] - shift)**2)`` over ``rows``, in one reused buffer."""
+    start, stop, _ = rows.indices(A.shape[0])
+    d = A.shape[1]
+    size = min(stop - start, max(1, _CHUNK_BYTES // (8 * max(d, 1))))
+    buffer = np.empty((size, d))
+    for lo in range(start, stop, max(size, 1)):
+        chunk = slice(lo, min(lo + size, stop))
+        block = buffer[: chunk.stop - lo]
         if shift is None:
-            np.multiply(A[rows], A[rows], out=block)
+            np.multiply(A[chunk], A[chunk], out=block)
         else:
-            np.subtract(A[rows], shift, out=block)
+            np.subtract(A[chunk], shift, out=block)
             np.multiply(block, block, out=block)
-        yield rows, block
+        yield chunk, block
 
 
 def attribute_label(name):
@@ -299,10 +302,14 @@ def _column_moments(X, sample_weight):
         return total, np.asarray(mean), np.asarray(var) * total
     X = np.asarray(X, dtype=np.float64)
     mean = (weight @ X) / total
-    squares = np.zeros(X.shape[1])
-    for rows, block in _squared_chunks(X, mean):
-        squares += weight[rows] @ block
-    return total, mean, squares
+
+    def segment(rows):
+        squares = np.zeros(X.shape[1])
+        for chunk, block in _squared_chunks(X, mean, rows):
+            squares += weight[chunk] @ block
+        return squares
+
+    return total, mean, sum(row_parallel(segment, n), np.zeros(X.shape[1]))
 
 
 def attribute_variances(X, y, attributes, sample_weight=None):
@@ -497,8 +504,12 @@ def relative_mse_bound(attribute_fil, variance, sizes, *, group_fil="spectral"):
         for column, c in zip(columns, weight, strict=True):
             trace += c * column**2
     else:
-        for rows, block in _squared_chunks(attribute_fil):
-            np.dot(block, weight, out=trace[rows])
+
+        def segment(rows):
+            for chunk, block in _squared_chunks(attribute_fil, rows=rows):
+                np.dot(block, weight, out=trace[chunk])
+
+        row_parallel(segment, n)
     if k == 0:
         return np.full(n, np.nan)
     with np.errstate(divide="ignore"):

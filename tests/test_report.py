@@ -141,6 +141,31 @@ def test_variances_dense_sparse_and_weighted():
     np.testing.assert_array_equal(attribute_sizes([(0, 1, 2), "label"]), [2, 1])
 
 
+@pytest.mark.parametrize("n_threads", [1, 2])
+def test_passes_across_segments_and_chunks(monkeypatch, n_threads):
+    # segments of 9 rows in chunks of 4 (each with a short last one), on one
+    # or two threads: every row once, against NumPy's one-line formulas
+    import sklearn_fil._report as report_module
+    from sklearn_fil import _glm
+
+    monkeypatch.setattr(_glm, "_SEGMENT_ROWS", 9)
+    monkeypatch.setattr(_glm, "blas_threads", lambda: n_threads)
+    monkeypatch.setattr(report_module, "_CHUNK_BYTES", 8 * 3 * 4)
+    rng = np.random.default_rng(7)
+    X = rng.standard_normal((50, 3)) * [1.0, 1e3, 1e-3] + [5.0, -2e3, 0.0]
+    weight = rng.uniform(0.0, 2.0, 50)
+    got = attribute_variances(X, None, [(0,), (1,), (2,)], sample_weight=weight)
+    mean = np.average(X, axis=0, weights=weight)
+    expected = np.average((X - mean) ** 2, axis=0, weights=weight)
+    np.testing.assert_allclose(got, expected, rtol=1e-12)
+    variance = np.array([1.0, 2.0, 0.5])
+    np.testing.assert_allclose(
+        relative_mse_bound(X, variance, [1, 1, 1]),
+        3 / (X**2 @ variance),
+        rtol=1e-14,
+    )
+
+
 def test_variances_reject_bad_input():
     X = np.ones((3, 2))
     with pytest.raises(ValueError, match="y is None"):

@@ -23,7 +23,7 @@ from sklearn.utils import assert_all_finite
 from sklearn.utils.multiclass import check_classification_targets, type_of_target
 from sklearn.utils.validation import check_is_fitted, check_non_negative, validate_data
 
-from sklearn_fil._glm import fit_glm, small_blas
+from sklearn_fil._glm import fit_glm, row_parallel, small_blas
 from sklearn_fil._report import (
     attribute_fil_sd,
     attribute_sizes,
@@ -536,9 +536,15 @@ def _check_gram_finite(X, hint_data_norm, extremes=None):
 
     ``extremes``: ``(X.max(), X.min())`` when already known (a Dask pass).
     """
-    # max and min, not abs(X).max(): no n x d temporary (dense or sparse)
-    high, low = (X.max(), X.min()) if extremes is None else extremes
-    largest = max(abs(float(high)), abs(float(low)))
+    # max and min, not abs(X).max(): no n x d temporary (dense or sparse);
+    # dense rows in parallel segments
+    if extremes is not None:
+        pairs = [extremes]
+    elif issparse(X):
+        pairs = [(X.max(), X.min())]
+    else:
+        pairs = row_parallel(lambda rows: (X[rows].max(), X[rows].min()), X.shape[0])
+    largest = float(np.abs(np.asarray(pairs, dtype=np.float64)).max())
     if not np.isfinite(largest * largest * X.shape[0] * X.shape[1]):
         raise ValueError(
             f"X has entries up to {largest:.3g} in magnitude: the sums of their "
