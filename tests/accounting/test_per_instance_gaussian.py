@@ -5,12 +5,15 @@
 import numpy as np
 import pytest
 from numpy.testing import assert_allclose, assert_array_equal
+from scipy import special
 
 from sklearn_fil.accounting import (
+    _kernels,
     gaussian_delta,
     gaussian_epsilon,
     per_instance_gaussian_epsilon,
 )
+from sklearn_fil.accounting._per_instance_gaussian import _epsilon_numpy
 
 
 @pytest.mark.parametrize("delta", [0.3, 1e-2, 1e-5, 1e-9, 1e-14])
@@ -93,3 +96,121 @@ def test_many_equal_or_nearly_equal_sensitivities(spread):
     assert_allclose(eps[::999], ref, rtol=1e-9)
     # monotone up to the rounding of the curve
     assert np.all(np.diff(eps) >= -1e-12 * eps[1:])
+
+
+# The numba kernel on large arrays: the fine spline, the start accepted after
+# one evaluation and the first nudge at the curve's rounding
+
+
+def _big_sensitivities(mu0, sigma, n=70_000, seed=0):
+    """``n`` sensitivities over seven decades of ``mu``, with edge cases.
+
+    The first entries: 0, inf, ``mu`` just below / at / just above ``mu0``,
+    and large ``mu`` whose epsilon passes ``e^709``.
+    """
+    rng = np.random.default_rng(seed)
+    edges = mu0 * np.array([0.0, np.inf, 1 - 1e-9, 1.0, 1 + 1e-9, 1 + 1e-6, 1.01])
+    large = np.array([40.0, 45.0, 60.0, 200.0, 2000.0])
+    mu = np.exp(rng.uniform(np.log(mu0), np.log(mu0) + 16.0, n - 12))
+    return sigma * np.concatenate([edges, large, mu])
+
+
+def _mp_delta(eps, mu):
+    """δ(ε) of the Gaussian mechanism in 60-digit arithmetic (mpmath)."""
+    mpmath = pytest.importorskip("mpmath")
+    with mpmath.workdps(60):
+        eps, mu = mpmath.mpf(float(eps)), mpmath.mpf(float(mu))
+        return mpmath.ncdf(mu / 2 - eps / mu) - mpmath.exp(eps) * mpmath.ncdf(
+            -mu / 2 - eps / mu
+        )
+
+
+@pytest.mark.parametrize("delta", [1e-3, 1e-7, 1e-14])
+def test_large_arrays_match_scalar_gaussian_epsilon(delta):
+    sigma = 0.3
+    mu0 = 2.0 * np.sqrt(2.0) * float(special.erfinv(delta))
+    sens = _big_sensitivities(mu0, sigma)
+    eps = per_instance_gaussian_epsilon(sens, sigma=sigma, delta=delta)
+    assert eps[0] == 0.0 and eps[1] == np.inf and eps[2] == 0.0
+    assert eps[3] < 1e-15  # mu = sens / sigma rounds to either side of mu0
+    assert np.all(eps[4:12] > 0) and np.all(np.isfinite(eps[4:]))
+    assert eps[11] > 700.0  # e^eps overflows: the log form
+    rng = np.random.default_rng(1)
+    rows = np.concatenate([np.arange(2, 12), rng.choice(sens.size, 150, replace=False)])
+    ref = np.array(
+        [gaussian_epsilon(sigma=sigma, sensitivity=sens[k], delta=delta) for k in rows]
+    )
+    # near mu0 (eps -> 0) the root is ill-conditioned: atol
+    assert_allclose(eps[rows], ref, rtol=1e-9, atol=1e-12)
+
+
+@pytest.mark.parametrize(
+    "log_mu_range, delta, rtol",
+    [
+        # well conditioned: the nudge of 1e-12 eps is all that is added
+        ((np.log(1e-3), np.log(3.0)), 1e-6, 1e-11),
+        # mu ~ 1e-6 (the leave-one-out distances of a large fit): delta(eps)
+        # is the difference of two numbers near 1/2, rounded at 1e-10 of eps
+        ((np.log(1e-6), np.log(3e-5)), 1e-7, 1e-8),
+    ],
+)
+def test_large_arrays_are_the_root_of_the_exact_curve(log_mu_range, delta, rtol):
+    # against the curve in 60-digit arithmetic: delta(eps) <= delta up to
+    # the rounding of the computed curve, and eps no more than rtol above
+    # the exact root
+    rng = np.random.default_rng(2)
+    mu = np.exp(rng.uniform(*log_mu_range, 70_000))
+    eps = per_instance_gaussian_epsilon(mu, sigma=1.0, delta=delta)
+    for k in rng.choice(mu.size, 40, replace=False):
+        assert _mp_delta(eps[k], mu[k]) <= delta * (1.0 + 100.0 * rtol)
+        assert _mp_delta(eps[k] * (1.0 - rtol), mu[k]) > delta
+
+
+def test_large_arrays_delta_as_scipy_computes_it():
+    # the guarantee through SciPy's ndtr (the curve of the NumPy reference)
+    rng = np.random.default_rng(3)
+    mu = np.exp(rng.uniform(np.log(1e-3), np.log(30.0), 70_000))
+    eps = per_instance_gaussian_epsilon(mu, sigma=1.0, delta=1e-6)
+    curve = special.ndtr(mu / 2 - eps / mu) - np.exp(eps) * special.ndtr(
+        -mu / 2 - eps / mu
+    )
+    assert np.all(curve <= 1e-6 * (1 + 1e-12))
+
+
+def test_large_arrays_match_the_numpy_reference():
+    # the kernel against the vectorised NumPy code it replaced (SciPy's
+    # ndtr, Newton to convergence, nudges of 1e-12 eps)
+    rng = np.random.default_rng(4)
+    mu = np.exp(rng.normal(np.log(0.1), 1.3, 100_000))
+    eps = per_instance_gaussian_epsilon(mu, sigma=1.0, delta=1e-6)
+    assert_allclose(eps, _epsilon_numpy(mu, 1e-6), rtol=5e-12)
+
+
+def test_threads_do_not_change_the_answer():
+    numba = pytest.importorskip("numba")
+    rng = np.random.default_rng(5)
+    mu = np.exp(rng.uniform(np.log(1e-7), np.log(50.0), 100_000))
+    before = numba.get_num_threads()
+    try:
+        numba.set_num_threads(1)
+        one = per_instance_gaussian_epsilon(mu, sigma=1.0, delta=1e-7)
+        numba.set_num_threads(min(2, numba.config.NUMBA_NUM_THREADS))
+        two = per_instance_gaussian_epsilon(mu, sigma=1.0, delta=1e-7)
+    finally:
+        numba.set_num_threads(before)
+    assert_array_equal(one, two)
+
+
+def test_phi_kernels_in_the_tails():
+    # Phi and log Phi of the kernel against 40-digit arithmetic: relative
+    # rounding, times the conditioning x^2 of Phi in its rounded argument
+    mpmath = pytest.importorskip("mpmath")
+    x = np.concatenate([np.linspace(-38.0, 8.0, 461), [-0.7, 0.7, 1e-3, -1e-3]])
+    with mpmath.workdps(40):
+        ref = np.array([float(mpmath.ncdf(v)) for v in x])
+        big = -np.geomspace(1.0, 1e4, 60)
+        log_ref = np.array([float(mpmath.log(mpmath.ncdf(v))) for v in big])
+    got = np.array([_kernels.ndtr(v) for v in x])
+    assert np.all(np.abs(got - ref) <= 4e-16 * (1.0 + x * x) * ref)
+    log_got = np.array([_kernels.log_ndtr(v) for v in big])
+    assert_allclose(log_got, log_ref, rtol=1e-14)
