@@ -266,36 +266,50 @@ def gaussian_epsilons(mu, mu0, z, delta, start, knots, coef, polish, out):
     out : ndarray of shape (n,)
         Output: ε, ``0`` where ``mu <= mu0`` and ``inf`` where ``mu`` is.
     """
-    n = mu.shape[0]
+    n_blocks = (mu.shape[0] + _BLOCK - 1) // _BLOCK
+    for blk in numba.prange(n_blocks):
+        _block(mu, mu0, z, delta, start, knots, coef, polish, out, blk)
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy")
+def gaussian_epsilons_serial(mu, mu0, z, delta, start, knots, coef, polish, out):
+    """:func:`gaussian_epsilons` on the calling thread, for small arrays.
+
+    A parallel region wakes every thread; where the cores are busy the last
+    one may take a time slice (milliseconds) to start.
+    """
+    for blk in range((mu.shape[0] + _BLOCK - 1) // _BLOCK):
+        _block(mu, mu0, z, delta, start, knots, coef, polish, out, blk)
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy")
+def _block(mu, mu0, z, delta, start, knots, coef, polish, out, blk):
+    """Entries ``blk * _BLOCK`` up to the next block of :func:`gaussian_epsilons`."""
+    first, last = blk * _BLOCK, min(mu.shape[0], (blk + 1) * _BLOCK)
     log_delta = math.log(delta)
     spline = coef.shape[1] > 0
     estimate = spline or not math.isnan(start)
-    scale = 0.0
-    if spline:
-        scale = (knots.shape[0] - 1) / (knots[-1] - knots[0])
-    n_blocks = (n + _BLOCK - 1) // _BLOCK
-    for blk in numba.prange(n_blocks):
-        first, last = blk * _BLOCK, min(n, (blk + 1) * _BLOCK)
-        # two passes over the block, each a loop of independent entries that
-        # the processor overlaps (one pass per entry would be latency-bound):
-        # the starting points into ``out``, then the iterations
-        for i in range(first, last):
-            m = mu[i]
-            if spline and m > mu0 and m < np.inf:
-                upper = max(0.5 * m * m + m * z, 1e-8)
-                out[i] = _spline_start(m, upper, knots, coef, scale)
-            else:
-                out[i] = start
-        for i in range(first, last):
-            m = mu[i]
-            if not m > mu0:
-                out[i] = 0.0
-            elif m == np.inf:
-                out[i] = np.inf
-            else:
-                upper = max(0.5 * m * m + m * z, 1e-8)
-                eps = out[i] if estimate else upper
-                out[i] = _solve(eps, m, delta, log_delta, upper, polish, estimate)
+    scale = (knots.shape[0] - 1) / (knots[-1] - knots[0]) if spline else 0.0
+    # two passes over the block, each a loop of independent entries that the
+    # processor overlaps (one pass per entry would be latency-bound): the
+    # starting points into ``out``, then the iterations
+    for i in range(first, last):
+        m = mu[i]
+        if spline and m > mu0 and m < np.inf:
+            upper = max(0.5 * m * m + m * z, 1e-8)
+            out[i] = _spline_start(m, upper, knots, coef, scale)
+        else:
+            out[i] = start
+    for i in range(first, last):
+        m = mu[i]
+        if not m > mu0:
+            out[i] = 0.0
+        elif m == np.inf:
+            out[i] = np.inf
+        else:
+            upper = max(0.5 * m * m + m * z, 1e-8)
+            eps = out[i] if estimate else upper
+            out[i] = _solve(eps, m, delta, log_delta, upper, polish, estimate)
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")

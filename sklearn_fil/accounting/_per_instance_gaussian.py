@@ -31,11 +31,24 @@ _GRID = 256
 # From this many entries, a finer grid: its spline starts within the
 # rounding of the root (1e-13 over a few decades of μ, against 1e-10), so
 # that one evaluation of the curve usually confirms the start as the answer.
-_FINE_ABOVE = 2**16
+# Its points cost one evaluation each from the coarse spline (about 0.2 ms).
+_FINE_ABOVE = 2**13
 _FINE_GRID = 2048
 # Relative spread of μ below which every entry starts from one exact ε.
 _NARROW = 1e-6
 _NO_SPLINE = np.empty((4, 0))
+# Up to this many entries, on the calling thread only (about a millisecond
+# of work: less than waking a second thread can cost on a busy machine).
+_SERIAL_UPTO = 2**14
+
+
+def _kernel(mu, mu0, z, delta, start, knots, coef, polish, out):
+    """The serial or the parallel kernel, by the size of ``mu``."""
+    if mu.size <= _SERIAL_UPTO:
+        kernel = _kernels.gaussian_epsilons_serial
+    else:
+        kernel = _kernels.gaussian_epsilons
+    kernel(mu, mu0, z, delta, start, knots, coef, polish, out)
 
 
 def _delta_curve(eps, mu):
@@ -85,6 +98,17 @@ def _newton(eps, mu, delta, lo, hi):
     return eps
 
 
+def _spline(low_mu, high_mu, size, mu0, z, delta, knots, coef):
+    """Knots and coefficients of the spline of ``log eps`` in ``log mu`` on
+    ``size`` points, solved from the spline ``knots, coef`` (if it has any
+    interval, else from each point's upper bound)."""
+    grid = np.geomspace(low_mu, high_mu, size)
+    grid_eps = np.empty(size)
+    _kernel(grid, mu0, z, delta, np.nan, knots, coef, False, grid_eps)
+    knots = np.log(grid)
+    return knots, np.ascontiguousarray(CubicSpline(knots, np.log(grid_eps)).c)
+
+
 def _epsilon(mu, delta):
     """ε for a flat array ``mu = sensitivity / sigma`` (the numba kernel).
 
@@ -107,22 +131,18 @@ def _epsilon(mu, delta):
         # (nearly) one value, e.g. the same bound for every example: start
         # everyone at its epsilon
         one = np.empty(1)
-        _kernels.gaussian_epsilons(
-            np.array([low_mu]), mu0, z, delta, np.nan, knots, coef, False, one
-        )
+        _kernel(np.array([low_mu]), mu0, z, delta, np.nan, knots, coef, False, one)
         start = one[0]
     elif count > _GRID:
-        size = _FINE_GRID if count > _FINE_ABOVE else _GRID
-        grid = np.geomspace(low_mu, high_mu, size)
-        grid_eps = np.empty(size)
-        _kernels.gaussian_epsilons(
-            grid, mu0, z, delta, np.nan, knots, coef, False, grid_eps
-        )
-        # log ε is smooth in log μ: a cubic spline starts Newton within
-        # about 1e-8, so one step reaches the tolerance
-        knots = np.log(grid)
-        coef = np.ascontiguousarray(CubicSpline(knots, np.log(grid_eps)).c)
-    _kernels.gaussian_epsilons(mu, mu0, z, delta, start, knots, coef, True, epsilon)
+        # log ε is smooth in log μ: a cubic spline on _GRID points starts
+        # Newton within about 1e-10, so one step reaches the tolerance
+        knots, coef = _spline(low_mu, high_mu, _GRID, mu0, z, delta, knots, coef)
+        if count > _FINE_ABOVE:
+            # the finer grid, each point one Newton step from the coarse spline
+            knots, coef = _spline(
+                low_mu, high_mu, _FINE_GRID, mu0, z, delta, knots, coef
+            )
+    _kernel(mu, mu0, z, delta, start, knots, coef, True, epsilon)
     return epsilon
 
 
