@@ -3,6 +3,7 @@
 # Authors: The sklearn-fil developers
 # SPDX-License-Identifier: BSD-3-Clause
 
+import contextlib
 import dataclasses
 import itertools
 import sys
@@ -31,6 +32,7 @@ from sklearn_fil.accounting import (
     gelu_clip_max_norm,
 )
 from sklearn_fil.neural._network import Network, check_finite_norms, clip_factor
+from sklearn_fil.neural._threads import StepThreads
 from sklearn_fil.neural._training import (
     BatchSampler,
     FILAccumulator,
@@ -917,25 +919,50 @@ class DPSGDClassifier(GuaranteeMixin, ClassifierMixin, BaseEstimator):
         """Run DP-SGD on ``net`` in place; returns the privacy accounting.
 
         The random numbers are drawn in the order described in
-        :mod:`sklearn_fil.neural._training`.
+        :mod:`sklearn_fil.neural._training`. On NumPy the loop runs in
+        :class:`~sklearn_fil.neural._threads.StepThreads` (BLAS on one
+        thread, the GEMMs and the noise split over the run's own threads).
         """
         xp, device = net.xp, _backend.device(X)
         n, d = X.shape
         plan = self._plan(n)
-        sampler, C = plan.sampler, plan.C
         fil = self._fil_accumulator(plan, n, d, xp, device, groups)
         norms = NormAccountant(self._per_instance_accountant(plan, n), xp)
-        norms.refresh(self._full_pass_norms(net, X, Y))
-        optimiser = NoisySGD(
-            net,
-            noise_multiplier=plan.sigma,
-            max_grad_norm=C,
-            divisor=sampler.divisor,
-            learning_rate=float(self.learning_rate),
-            momentum=float(self.momentum),
-            alpha=float(self.alpha),
-            device=device,
-        )
+        if norms.accountant is None:
+            norms.defer(net, n, device)
+        else:
+            norms.refresh(self._full_pass_norms(net, X, Y))
+        with StepThreads() if xp is np else contextlib.nullcontext() as threads:
+            net.threads = threads
+            optimiser = NoisySGD(
+                net,
+                noise_multiplier=plan.sigma,
+                max_grad_norm=plan.C,
+                divisor=plan.sampler.divisor,
+                learning_rate=float(self.learning_rate),
+                momentum=float(self.momentum),
+                alpha=float(self.alpha),
+                device=device,
+                rng=rng,
+                threads=threads,
+            )
+            try:
+                recorder = self._epochs(net, X, Y, rng, plan, optimiser, fil, norms)
+            finally:
+                net.threads = None
+                optimiser.detach(net)
+        norms.finish(lambda net0, rows: self._full_pass_norms(net0, X, Y, rows), device)
+        self.n_iter_ = self.max_iter
+        self.t_ = plan.total_steps
+        self.noise_multiplier_ = plan.sigma
+        self.recorded_steps_ = recorder.records
+        return self._privacy(plan, fil, norms, Y.shape[1])
+
+    def _epochs(self, net, X, Y, rng, plan, optimiser, fil, norms):
+        """The steps of every epoch; returns the :class:`StepRecorder`."""
+        xp, device = net.xp, _backend.device(X)
+        n = X.shape[0]
+        sampler, C = plan.sampler, plan.C
         recorder = StepRecorder(self.record_steps)
         finite = FiniteCheck(xp)
         t = 0
@@ -950,14 +977,16 @@ class DPSGDClassifier(GuaranteeMixin, ClassifierMixin, BaseEstimator):
                     batch = clipped_batch(
                         net, rows.take(X), rows.take(Y), C, self.clipping, finite
                     )
-                    grads = net.weighted_sum(batch.acts, batch.deltas, batch.c)
+                    grads = net.weighted_sum(
+                        batch.acts, batch.deltas, batch.c, out=optimiser.grads
+                    )
                     new_norms = xp.minimum(batch.c * batch.norms / C, plan.sensitivity)
                     norms.update(rows, new_norms)
                     if fil is not None:
                         fil.add(net, rows, batch, rng)
                 norms.step(idx, new_norms)
                 recorder.before_step(t, idx, sampler.divisor, net)
-                recorder.after_step(optimiser.step(net, grads, rng))
+                recorder.after_step(optimiser.step(net, grads))
             finite.end_epoch()
             norms.end_epoch()
             if self.verbose:
@@ -965,11 +994,7 @@ class DPSGDClassifier(GuaranteeMixin, ClassifierMixin, BaseEstimator):
                     f"DPSGDClassifier: epoch {epoch}/{self.max_iter}, {t} steps",
                     file=sys.stderr,
                 )
-        self.n_iter_ = self.max_iter
-        self.t_ = t
-        self.noise_multiplier_ = plan.sigma
-        self.recorded_steps_ = recorder.records
-        return self._privacy(plan, fil, norms, Y.shape[1])
+        return recorder
 
     def _privacy(self, plan, fil, norms, n_outputs):
         """The guarantee and the per-example columns of the privacy report."""
@@ -1046,18 +1071,25 @@ class DPSGDClassifier(GuaranteeMixin, ClassifierMixin, BaseEstimator):
         )
         return np.minimum(per_instance.epsilon(delta), cap)
 
-    def _full_pass_norms(self, net, X, Y):
-        """Every example's clipped gradient norm in units of ``C``.
+    def _full_pass_norms(self, net, X, Y, rows=None):
+        """Clipped gradient norms in units of ``C``, of every example or of ``rows``.
 
         Computed on blocks of :data:`_FULL_PASS_ROWS` rows, so that the
         activations of a wide network never take ``n x width`` memory.
+        ``rows``: host indices of the examples (None: all, in order).
         """
         C = float(self.max_grad_norm)
-        n = X.shape[0]
+        n = X.shape[0] if rows is None else rows.size
         parts = []
         for start in range(0, n, _FULL_PASS_ROWS):
-            rows = slice(start, min(start + _FULL_PASS_ROWS, n))
-            Xb, Yb = X[rows, ...], Y[rows, ...]
+            block = slice(start, min(start + _FULL_PASS_ROWS, n))
+            if rows is None:
+                Xb, Yb = X[block, ...], Y[block, ...]
+            else:
+                part = _backend.Rows(
+                    rows[block], X.shape[0], net.xp, _backend.device(X)
+                )
+                Xb, Yb = part.take(X), part.take(Y)
             acts, logits = net.forward(Xb)
             g_norm = net.grad_norms(acts, net.backward(acts, logits, Yb))
             check_finite_norms(g_norm, net.xp)

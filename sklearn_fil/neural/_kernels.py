@@ -142,3 +142,55 @@ def linear_fil_accumulate(
             if per_attribute:
                 attr[r, j] += scale * value
         trace[r] += scale * trace_factor * total
+
+
+@numba.njit(cache=True, nogil=True)
+def standard_normal_block(generator, out):
+    """Fill ``out`` with standard normal deviates of ``generator``, in order.
+
+    numba's ``Generator.standard_normal`` is NumPy's ziggurat on the same bit
+    generator: the deviates are those of ``generator.standard_normal(out.size)``
+    (tested), without NumPy's per-call overhead.
+    """
+    for i in range(out.shape[0]):
+        out[i] = generator.standard_normal()
+
+
+@numba.njit(cache=True, nogil=True)
+def noisy_sgd_block(
+    generator,
+    start,
+    stop,
+    noise_std,
+    grads,
+    params,
+    velocity,
+    n_decayed,
+    divisor,
+    learning_rate,
+    momentum,
+    alpha,
+):
+    """The noisy SGD step of the flat coordinates ``start:stop``, in place.
+
+    For each coordinate ``i``: the released gradient ``r = (grads[i] +
+    noise_std z) / divisor``, ``z`` the next standard normal deviate of
+    ``generator`` (none drawn when ``noise_std`` is 0), is written back to
+    ``grads[i]``; the update ``u = r + alpha params[i]`` (weight decay only
+    for ``i < n_decayed``, the weights) goes through the heavy-ball velocity
+    ``v = momentum v + u`` (``velocity`` unused when ``momentum`` is 0), and
+    ``params[i] -= learning_rate v``. One pass over the block: no
+    temporaries, and the deviates never leave the registers.
+    """
+    for i in range(start, stop):
+        g = grads[i]
+        if noise_std != 0.0:
+            g += noise_std * generator.standard_normal()
+        g /= divisor
+        grads[i] = g
+        if i < n_decayed:
+            g += alpha * params[i]
+        if momentum != 0.0:
+            g += momentum * velocity[i]
+            velocity[i] = g
+        params[i] -= learning_rate * g

@@ -137,6 +137,35 @@ def clipped_tangent_sq_norm(gg, g_dg, norms, c, dc, xp):
     return c * c * xp.maximum(gg - u_sq, 0.0) + radial * radial * u_sq
 
 
+# Accept the direct sums of squares of a row when they are at least this
+# fraction of max_l (||a_l||^2 + 1): see _direct_norms.
+_DIRECT_FLOOR = 2.0**-1000
+
+
+def _direct_norms(acts, deltas):
+    """``||g_i||`` from plain sums of squares, or None where that is not exact.
+
+    ``||g_i||^2 = sum_l (||a_l,i||^2 + 1) ||delta_l,i||^2``, computed
+    directly (NumPy). Overflow anywhere leaves a non-finite sum; underflow
+    only loses squares below ``2^-1022`` from ``||delta_l,i||^2``, an absolute
+    error of at most ``n_l 2^-1074`` scaled by ``||a_l,i||^2 + 1``. So when
+    every row's sum is finite and at least ``2^-1000 max_l (||a_l,i||^2 +
+    1)``, it is exact to rounding (relative error below ``n_l 2^-74`` from
+    underflow) and is returned; otherwise None, and the caller computes the
+    scaled norms (which are also right for rows that are exactly zero).
+    """
+    with np.errstate(over="ignore", under="ignore", invalid="ignore"):
+        sq = bound = None
+        for a, d in zip(acts, deltas, strict=True):
+            weight = np.einsum("ij,ij->i", a, a) + 1.0
+            term = weight * np.einsum("ij,ij->i", d, d)
+            sq = term if sq is None else sq + term
+            bound = weight if bound is None else np.maximum(bound, weight)
+        if not np.all(sq >= _DIRECT_FLOOR * bound) or not np.all(np.isfinite(sq)):
+            return None
+        return np.sqrt(sq)
+
+
 def _inner(spec, a, b, xp):
     """Inner products over the last axis, ``np.einsum(spec, a, b)``.
 
@@ -170,19 +199,56 @@ class Network(DenseNetwork):
         with the generic array-API code.
     """
 
+    # Threads of the NumPy training loop (a StepThreads), or None.
+    threads = None
+
+    def forward(self, X):
+        """Activations ``[a_0 = X, a_1, ..., a_{L-1}]`` and output logits.
+
+        With :attr:`threads` set (NumPy), each layer's product is split by
+        rows over the threads and the bias and activation are applied in
+        place; the values are those of the base class.
+        """
+        threads = self.threads
+        if threads is None or self.xp is not np:
+            return super().forward(X)
+        acts = [X]
+        for W, b in zip(self.coefs[:-1], self.intercepts[:-1], strict=True):
+            z = threads.matmul(acts[-1], W)
+            z += b
+            acts.append(self._activate_in_place(z))
+        logits = threads.matmul(acts[-1], self.coefs[-1])
+        logits += self.intercepts[-1]
+        return acts, logits
+
+    def _activate_in_place(self, z):
+        """:meth:`_activate` of a NumPy array, written over it."""
+        if self.activation == "tanh":
+            return np.tanh(z, out=z)
+        if self.activation == "relu":
+            return np.maximum(z, 0.0, out=z)
+        return self._activate(z)
+
     def grad_norms(self, acts, deltas):
         """Per-example gradient norms ``||g_i||`` over all weights and biases.
 
-        Overflow-safe: each layer's ``||a||`` and ``||delta||`` are computed
-        from the rows scaled by their largest entry (``max(|a|, 1)`` for the
-        activations, whose bias entry is 1), and the layers are combined
-        relative to the largest gradient entry ``M_i``, so the result is
+        NumPy first tries the direct sums of squares (:func:`_direct_norms`)
+        and keeps them when every row's is exact to rounding; otherwise, and
+        in every other namespace, the norms are computed overflow-safe: each
+        layer's ``||a||`` and ``||delta||`` are computed from the rows scaled
+        by their largest entry (``max(|a|, 1)`` for the activations, whose
+        bias entry is 1), and the layers are combined relative to the
+        largest gradient entry ``M_i``, so the result is
         finite whenever ``||g_i||`` is representable (rows of ``1e200`` give
         a finite norm, not ``inf``, and are clipped, not dropped). A
         gradient with a non-finite entry, or a norm beyond the float range,
         gives a non-finite norm: see :func:`check_finite_norms`.
         """
         xp = self.xp
+        if xp is np:
+            norms = _direct_norms(acts, deltas)
+            if norms is not None:
+                return norms
         layers = []
         top = None
         for a, d in zip(acts, deltas, strict=True):
@@ -207,12 +273,25 @@ class Network(DenseNetwork):
             sq = term if sq is None else sq + term
         return scale * xp.sqrt(sq)
 
-    def weighted_sum(self, acts, deltas, weights):
-        """``sum_i weights_i g_i`` as per-layer (coef, intercept) gradients."""
-        out = []
-        for a, d in zip(acts, deltas, strict=True):
+    def weighted_sum(self, acts, deltas, weights, out=None):
+        """``sum_i weights_i g_i`` as per-layer (coef, intercept) gradients.
+
+        ``out`` (NumPy): per-layer ``(coef, intercept)`` arrays written in
+        place and returned, the products split over :attr:`threads` when set.
+        """
+        if out is None:
+            out = []
+            for a, d in zip(acts, deltas, strict=True):
+                wd = d * weights[:, None]
+                out.append((a.T @ wd, self.xp.sum(wd, axis=0)))
+            return out
+        for a, d, (gW, gb) in zip(acts, deltas, out, strict=True):
             wd = d * weights[:, None]
-            out.append((a.T @ wd, self.xp.sum(wd, axis=0)))
+            if self.threads is None:
+                np.matmul(a.T, wd, out=gW)
+            else:
+                self.threads.matmul_t(a, wd, gW)
+            np.sum(wd, axis=0, out=gb)
         return out
 
     def label_sq_norm(self, acts, deltas, norms, c, dc):

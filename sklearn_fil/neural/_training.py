@@ -7,27 +7,33 @@ sum and takes the step, a :class:`FILAccumulator` and a
 :class:`NormAccountant` account every example's exposure, and a
 :class:`StepRecorder` keeps chosen steps as :class:`RecordedStep`.
 
-Every random number comes from the one host generator of the fit, in a fixed
-order per step: the batch (Poisson batches are drawn lazily, one per step;
-a shuffle draws the epoch's permutation first), then the coordinates of the
-FIL trace estimate, then the noise of each layer (weights, then biases).
+The batches and the coordinates of the FIL trace estimate come from the one
+host generator of the fit, in a fixed order per step: the batch (Poisson
+batches are drawn lazily, one per step; a shuffle draws the epoch's
+permutation first), then the coordinates. The noise comes from independent
+streams over fixed blocks of the parameters
+(:class:`~sklearn_fil.neural._noise.NoiseStreams`), seeded by four words that
+:class:`NoisySGD` draws from the fit's generator before the first batch (none
+without noise).
 """
 
 # Authors: The sklearn-fil developers
 # SPDX-License-Identifier: BSD-3-Clause
 
+import math
 from dataclasses import dataclass
 from numbers import Integral
 
 import numpy as np
 
 from sklearn_fil import _backend
-from sklearn_fil.neural._kernels import linear_fil_accumulate
+from sklearn_fil.neural._kernels import linear_fil_accumulate, noisy_sgd_block
 from sklearn_fil.neural._network import (
     NON_FINITE_GRADIENT,
     check_finite_norms,
     clip_factor,
 )
+from sklearn_fil.neural._noise import NoiseStreams, seed_sequence
 
 
 def _read_only(array):
@@ -284,13 +290,49 @@ def clipped_batch(net, Xb, Yb, max_grad_norm, clipping, finite):
     return ClippedBatch(acts, logits, deltas, norms, c, dc)
 
 
+def parameter_layout(net):
+    """``(offset, shape)`` of each weight matrix, then of each bias, in a flat vector.
+
+    The layout of the noise (see :mod:`sklearn_fil.neural._noise`) and of the
+    NumPy parameters: every layer's weights in C order, then every bias.
+
+    Returns
+    -------
+    coefs, intercepts : list of (int, tuple)
+    size : int
+    """
+    offset, coefs, intercepts = 0, [], []
+    for arrays, layout in ((net.coefs, coefs), (net.intercepts, intercepts)):
+        for a in arrays:
+            layout.append((offset, tuple(a.shape)))
+            offset += math.prod(a.shape)
+    return coefs, intercepts, offset
+
+
+def _views(flat, layout):
+    return [flat[o : o + math.prod(shape)].reshape(shape) for o, shape in layout]
+
+
+# The generator handed to the update kernel when no noise is drawn (never read).
+_NO_NOISE = np.random.Generator(np.random.SFC64(0))
+
+
 class NoisySGD:
     """The released update and the SGD step with momentum.
 
     The released gradient of each layer is the clipped sum plus
-    ``N(0, (noise_multiplier C)^2 I)`` noise drawn from the host generator,
-    divided by the public ``divisor``; the step adds the weight decay
-    ``alpha W`` (weights only), then heavy-ball momentum, in place.
+    ``N(0, (noise_multiplier C)^2 I)`` noise, divided by the public
+    ``divisor``; the step adds the weight decay ``alpha W`` (weights only),
+    then heavy-ball momentum, in place. The noise comes from
+    :class:`~sklearn_fil.neural._noise.NoiseStreams` seeded from ``rng``
+    when the optimiser is made (four words drawn, none when ``sigma = 0``).
+
+    On NumPy the network's weights and biases become views of one flat
+    vector (:func:`parameter_layout`), the clipped sums are written into
+    :attr:`grads` and each noise block's deviates, release and update are
+    one pass of :func:`~sklearn_fil.neural._kernels.noisy_sgd_block`, the
+    blocks spread over ``threads``. Other namespaces draw the same deviates
+    on the host and update on the device.
 
     Parameters
     ----------
@@ -304,6 +346,18 @@ class NoisySGD:
         Step size, momentum and L2 penalty on the weights.
     device : object
         Device of the network's arrays (the noise is sent there).
+    rng : numpy.random.RandomState or Generator
+        The fit's generator, the noise's seed.
+    threads : StepThreads, default=None
+        Threads of the NumPy update and of the host noise.
+
+    Attributes
+    ----------
+    grads : list of (ndarray, ndarray) or None
+        NumPy: the buffers of each layer's clipped sum (coef, intercept),
+        for :meth:`Network.weighted_sum
+        <sklearn_fil.neural._network.Network.weighted_sum>` to write into;
+        None elsewhere.
     """
 
     def __init__(
@@ -317,18 +371,56 @@ class NoisySGD:
         momentum,
         alpha,
         device,
+        rng,
+        threads=None,
     ):
         self.sigma = noise_multiplier
         self.C = max_grad_norm
         self.divisor = divisor
         self.lr, self.momentum, self.alpha = learning_rate, momentum, alpha
         self.device = device
-        self.velocity = [
-            (net.xp.zeros_like(W), net.xp.zeros_like(b))
-            for W, b in zip(net.coefs, net.intercepts, strict=True)
-        ]
+        self.threads = threads
+        coefs, intercepts, self.size = parameter_layout(net)
+        self.layout = (coefs, intercepts)
+        self.noise = None
+        if self.sigma > 0:
+            self.noise = NoiseStreams(self.size, seed_sequence(rng))
+        self.grads = None
+        if net.xp is np:
+            self._flat_numpy(net)
+        else:
+            self.velocity = [
+                (net.xp.zeros_like(W), net.xp.zeros_like(b))
+                for W, b in zip(net.coefs, net.intercepts, strict=True)
+            ]
 
-    def step(self, net, grads, rng):
+    def _flat_numpy(self, net):
+        """Move the weights into one flat vector; allocate the step's buffers."""
+        coefs, intercepts = self.layout
+        self.params = np.empty(self.size)
+        self.n_weights = intercepts[0][0]
+        for layout, arrays in ((coefs, net.coefs), (intercepts, net.intercepts)):
+            views = _views(self.params, layout)
+            for view, a in zip(views, arrays, strict=True):
+                view[...] = a
+            arrays[:] = views
+        self.flat_grads = np.zeros(self.size)
+        self.grads = list(
+            zip(
+                _views(self.flat_grads, coefs),
+                _views(self.flat_grads, intercepts),
+                strict=True,
+            )
+        )
+        self.flat_velocity = np.zeros(self.size if self.momentum else 0)
+
+    def detach(self, net):
+        """Give the NumPy network its own arrays again (copies of the views)."""
+        if net.xp is np:
+            net.coefs[:] = [W.copy() for W in net.coefs]
+            net.intercepts[:] = [b.copy() for b in net.intercepts]
+
+    def step(self, net, grads):
         """Release the noisy gradient of ``grads`` and update ``net``.
 
         Parameters
@@ -336,29 +428,71 @@ class NoisySGD:
         net : Network
             Updated in place.
         grads : list of (ndarray, ndarray) or None
-            Clipped sums per layer; None for an empty Poisson batch, which
-            releases noise alone.
-        rng : numpy.random.RandomState or Generator
-            The noise generator.
+            Clipped sums per layer (on NumPy, best :attr:`grads` itself);
+            None for an empty Poisson batch, which releases noise alone.
 
         Returns
         -------
         released : list of (ndarray, ndarray)
-            The released gradient of each layer, before decay and momentum.
+            The released gradient of each layer, before decay and momentum
+            (on NumPy, :attr:`grads`: valid until the next step).
         """
+        if net.xp is np:
+            return self._step_numpy(grads)
+        return self._step_generic(net, grads)
+
+    def _step_numpy(self, grads):
+        if grads is None:
+            self.flat_grads.fill(0.0)
+        elif grads is not self.grads:
+            for (gW, gb), (W, b) in zip(grads, self.grads, strict=True):
+                W[...], b[...] = gW, gb
+        std = self.sigma * self.C
+        blocks = self.noise.blocks if self.noise else [(_NO_NOISE, 0, self.size)]
+        tasks = [
+            lambda g=g, lo=lo, hi=hi: noisy_sgd_block(
+                g,
+                lo,
+                hi,
+                std,
+                self.flat_grads,
+                self.params,
+                self.flat_velocity,
+                self.n_weights,
+                self.divisor,
+                self.lr,
+                self.momentum,
+                self.alpha,
+            )
+            for g, lo, hi in blocks
+        ]
+        if self.threads is None:
+            for task in tasks:
+                task()
+        else:
+            self.threads.run(tasks)
+        return self.grads
+
+    def _step_generic(self, net, grads):
         xp = net.xp
         if grads is None:
             grads = [
                 (xp.zeros_like(W), xp.zeros_like(b))
                 for W, b in zip(net.coefs, net.intercepts, strict=True)
             ]
+        noise = None
+        if self.noise is not None:
+            # the deviates of the NumPy path, drawn on the host, sent over
+            z = np.empty(self.size)
+            self.noise.fill(z, self.threads)
+            z *= self.sigma * self.C
+            coefs, intercepts = self.layout
+            noise = zip(_views(z, coefs), _views(z, intercepts), strict=True)
         released = []
         for layer, (gW, gb) in enumerate(grads):
             W, b = net.coefs[layer], net.intercepts[layer]
-            if self.sigma > 0:
-                # Host noise, sent to the device: the same stream as NumPy.
-                noise_W = rng.normal(0.0, self.sigma * self.C, size=W.shape)
-                noise_b = rng.normal(0.0, self.sigma * self.C, size=b.shape)
+            if noise is not None:
+                noise_W, noise_b = next(noise)
                 gW = gW + _backend.asarray(noise_W, xp, self.device)
                 gb = gb + _backend.asarray(noise_b, xp, self.device)
             gW, gb = gW / self.divisor, gb / self.divisor
@@ -566,6 +700,11 @@ class NormAccountant:
     namespace each step's ``(indices, norms)`` wait here and are replayed in
     order once per epoch (:meth:`end_epoch`), one transfer per epoch.
 
+    Without the accountant the first full pass is deferred (:meth:`defer`):
+    only the rows never sampled before the end (or a refresh) need their
+    norm at the initial weights, and :meth:`finish` computes just those (a
+    third of the rows after one Poisson epoch, about ``e^-k`` after ``k``).
+
     Parameters
     ----------
     accountant : PerInstanceAccountant or None
@@ -579,16 +718,42 @@ class NormAccountant:
         self.xp = xp
         self.norms = None
         self.pending = []
+        self.unseen = self.initial = None
+
+    def defer(self, net, n, device):
+        """Start with no norm computed, keeping a copy of the initial ``net``."""
+        self.norms = _backend.zeros(n, self.xp, device)
+        self.unseen = np.ones(n, dtype=bool)
+        self.initial = type(net)(
+            [W * 1.0 for W in net.coefs],  # copies, in any namespace
+            [b * 1.0 for b in net.intercepts],
+            net.activation,
+            xp=net.xp,
+        )
 
     def refresh(self, norms):
         """Replace every norm (a full pass); the accountant gets them too."""
         self.norms = norms
+        if self.unseen is not None:
+            self.unseen[:] = False
         if self.accountant is not None:
             self.accountant.set_norms(_backend.to_numpy(norms))
 
     def update(self, rows, new_norms):
         """Set the norms of the rows of a batch."""
         rows.set(self.norms, new_norms)
+        if self.unseen is not None:
+            self.unseen[rows.indices] = False
+
+    def finish(self, full_pass, device):
+        """Norms of the rows still unseen, by ``full_pass(initial_net, rows)``."""
+        if self.unseen is not None and self.unseen.any():
+            rows = np.flatnonzero(self.unseen)
+            values = full_pass(self.initial, rows)
+            _backend.Rows(rows, self.unseen.size, self.xp, device).set(
+                self.norms, values
+            )
+        self.unseen = self.initial = None
 
     def step(self, indices, new_norms):
         """Account one step's batch and its norms (None for an empty batch).
