@@ -17,6 +17,7 @@ import functools
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import nullcontext
 
+import numba
 import numpy as np
 from scipy import linalg
 from sklearn.utils import gen_batches
@@ -109,18 +110,24 @@ def row_parallel(func, n):
     """``[func(rows) for rows in segments]`` over fixed segments of ``range(n)``.
 
     The segments (slices of ``_SEGMENT_ROWS`` rows) are shared by as many
-    Python threads as BLAS has, each calling BLAS on one thread: on few cores
-    two one-thread products on separate rows beat one two-thread product
-    (a ``10**6 x 100`` Gram took 0.15-0.16 s so against 0.25 s for NumPy's
-    ``X.T @ X`` on 2 cores) and leave no pool thread spinning after the pass.
-    The results come back in segment order whatever the number of threads,
-    so sums over them do not depend on it.
+    Python threads as BLAS has, in each of which BLAS and numba run on one
+    thread: on few cores two one-thread products on separate rows beat one
+    two-thread product (a ``10**6 x 100`` Gram took 0.15-0.16 s so against
+    0.25 s for NumPy's ``X.T @ X`` on 2 cores), and no pool is left spinning
+    between a BLAS call and a numba kernel. The results come back in segment
+    order whatever the number of threads, so sums over them do not depend on
+    it.
     """
     segments = list(gen_batches(n, _SEGMENT_ROWS))
     n_threads = min(blas_threads(), len(segments))
     if n_threads < 2:
         return [func(rows) for rows in segments]
-    with one_blas_thread(), ThreadPoolExecutor(n_threads) as pool:
+    with (
+        one_blas_thread(),
+        ThreadPoolExecutor(
+            n_threads, initializer=numba.set_num_threads, initargs=(1,)
+        ) as pool,
+    ):
         return list(pool.map(func, segments))
 
 

@@ -3,16 +3,13 @@
 # Authors: The sklearn-fil developers
 # SPDX-License-Identifier: BSD-3-Clause
 
-import itertools
 import warnings
-from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from functools import cached_property, partial
 
 import numpy as np
 from scipy import linalg
-from sklearn.utils import check_array, check_consistent_length, gen_batches
+from sklearn.utils import check_array, check_consistent_length
 
 from sklearn_fil import _glm
 from sklearn_fil._losses import LOSSES
@@ -22,6 +19,9 @@ from sklearn_fil.utils._dask import is_dask
 from sklearn_fil.utils._onehot import check_onehot_groups
 from sklearn_fil.utils._sparse import as_csr, issparse
 
+# Bytes of the per-example GEMM's output taken at a time by one thread: the
+# kernel reads it while it is still in that core's cache.
+_BLOCK_BYTES = 2 * 2**20
 # Gradient norm, relative to the size of its terms, above which ``coef`` is
 # not taken for a minimiser (the implicit-function Jacobian needs one).
 _STATIONARITY_RTOL = 1e-6
@@ -730,17 +730,10 @@ class _Rotations:
             inv_sigma=1.0 / sigma,
         )
 
-    def run(self, X, rows, Z, r, c, omega2, fil, dfil, attribute_fil, gemm=None):
-        """The chunk ``rows``: a GEMM (into ``Z`` when dense), then the kernel.
-
-        ``gemm(A, M, out)`` computes the dense product when given (see
-        :func:`_quiet_blas`).
-        """
+    def run(self, X, rows, Z, r, c, omega2, fil, dfil, attribute_fil):
+        """The rows ``rows``: a GEMM (into ``Z`` when dense), then the kernel."""
         p = self.gamma.size
-        if gemm is None:
-            Zc = _chunk_product(X, rows, self.rot, Z)
-        else:
-            Zc = gemm(X[rows], self.rot, Z)
+        Zc = _chunk_product(X, rows, self.rot, Z)
         kernels.per_example_fil(
             Zc[:, :p],
             Zc[:, p:],
@@ -768,78 +761,35 @@ class _Rotations:
 
 
 def _per_example_pass(problem, rotations):
-    """Per-example and per-attribute FIL, chunk by chunk.
+    """Per-example and per-attribute FIL, block by block of rows.
 
-    Each chunk is one GEMM into a reused buffer (fresh pages would cost a
-    page fault each) and one numba kernel, which adds the intercept row of
-    the rotation itself.
+    Each block is one GEMM into a reused, cache-sized buffer, then the numba
+    kernel on it while it is still in cache. The blocks run in parallel
+    segments (:func:`~sklearn_fil._glm.row_parallel`: BLAS and numba on one
+    thread in each), so that no thread pool is left spinning while another
+    one works. The kernel adds the intercept row of the rotation itself.
     """
     X = problem.X
     r, c = problem.derivatives
     n = X.shape[0]
-    Z = (
-        None
-        if issparse(X)
-        else np.empty((min(problem.chunk, n), rotations.rot.shape[1]))
-    )
     fil, dfil = np.empty(n), np.empty(n)
     attribute_fil = np.empty((n, len(rotations.layout.attributes)))
     omega2 = problem.omega2
-    with _quiet_blas(X, rotations.rot.shape[1]) as gemm:
-        for sl in gen_batches(n, problem.chunk):
+    width = rotations.rot.shape[1]
+    block = min(problem.chunk, max(1, _BLOCK_BYTES // (8 * width)))
+
+    def segment(rows):
+        Z = None
+        if not issparse(X):
+            Z = np.empty((min(block, rows.stop - rows.start), width))
+        for lo in range(rows.start, rows.stop, block):
+            sl = slice(lo, min(lo + block, rows.stop))
             rotations.run(
-                X,
-                sl,
-                Z,
-                r[sl],
-                c[sl],
-                omega2[sl],
-                fil[sl],
-                dfil[sl],
-                attribute_fil[sl],
-                gemm=gemm,
+                X, sl, Z, r[sl], c[sl], omega2[sl], fil[sl], dfil[sl], attribute_fil[sl]
             )
+
+    _glm.row_parallel(segment, n)
     return fil, dfil, attribute_fil
-
-
-# Entries of the per-example GEMM's output below which the plain product is
-# used: setting up the threads (a few ms) would cost more than the spin saved.
-_QUIET_BLAS_MIN_ENTRIES = 2**21
-
-
-@contextmanager
-def _quiet_blas(X, n_columns):
-    """A chunk GEMM that leaves no BLAS thread spinning for the kernel after it.
-
-    OpenBLAS's pool threads busy-wait for a while after each call, taking the
-    cores from the numba kernel that follows every chunk (a numba pass right
-    after a 2-thread GEMM took a median 3x as long as alone on 2 cores). So
-    each chunk's product is split by rows over as many Python threads as BLAS
-    has, each calling BLAS limited to one thread: the same products, nothing
-    left spinning. Yields ``gemm(A, M, out)``, or None (the plain product)
-    for sparse ``X``, a small product (``n_columns`` per row) or a single
-    BLAS thread.
-    """
-    if issparse(X) or X.shape[0] * n_columns < _QUIET_BLAS_MIN_ENTRIES:
-        yield None
-        return
-    n_threads = _glm.blas_threads()
-    if n_threads < 2:
-        yield None
-        return
-    with _glm.one_blas_thread(), ThreadPoolExecutor(n_threads) as pool:
-
-        def gemm(A, M, out):
-            bounds = np.linspace(0, A.shape[0], n_threads + 1).astype(int)
-            parts = [
-                pool.submit(np.matmul, A[lo:hi], M, out=out[lo:hi])
-                for lo, hi in itertools.pairwise(bounds)
-            ]
-            for part in parts:
-                part.result()
-            return out[: A.shape[0]]
-
-        yield gemm
 
 
 def _per_example_report(problem, rotations):

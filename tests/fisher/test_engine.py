@@ -413,6 +413,31 @@ def test_chunk_size_invariance(loss, chunk_size):
 
 
 @pytest.mark.parametrize("loss", ["squared", "logistic"])
+def test_parallel_segments_give_the_one_pass_report(monkeypatch, loss):
+    # segments of 11 rows on two threads, blocks of 4 rows in each (short
+    # last ones): every row's columns and every sum as in one sequential pass,
+    # and BLAS and numba left with the threads they had
+    import numba
+    from threadpoolctl import threadpool_info
+
+    from sklearn_fil import _glm
+    from sklearn_fil.fisher import _engine
+
+    before = [info["num_threads"] for info in threadpool_info()]
+    numba_before = numba.get_num_threads()
+    problem = _invariance_problem(loss)
+    groups = np.arange(problem["X"].shape[0]) % 3
+    res = run_engine(problem, groups=groups)
+    monkeypatch.setattr(_glm, "_SEGMENT_ROWS", 11)
+    monkeypatch.setattr(_glm, "blas_threads", lambda: 2)
+    width = 2 * problem["X"].shape[1] + 1  # about the GEMM's columns
+    monkeypatch.setattr(_engine, "_BLOCK_BYTES", 8 * width * 4)
+    assert_reports_close(run_engine(problem, groups=groups), res, rtol=1e-12)
+    assert [info["num_threads"] for info in threadpool_info()] == before
+    assert numba.get_num_threads() == numba_before
+
+
+@pytest.mark.parametrize("loss", ["squared", "logistic"])
 @pytest.mark.parametrize("private_label", [True, False])
 def test_group_and_dataset_fil_inequalities(loss, private_label):
     problem = _invariance_problem(loss)
@@ -514,20 +539,3 @@ def test_engine_rejects_non_binary_logistic_labels_and_singular_hessian():
         fisher_information_loss(X, X[:, 0], np.zeros(3), loss="logistic", lam=0.1)
     with pytest.raises(ValueError, match="lam > 0"):
         fisher_information_loss(X[:2], X[:2, 0], np.zeros(3))
-
-
-@pytest.mark.parametrize("loss", ["squared", "logistic"])
-def test_row_split_gemm_gives_the_plain_report_and_restores_blas(loss, monkeypatch):
-    # the per-example GEMM split over single-threaded BLAS calls (used above
-    # a size threshold) computes the same report and leaves BLAS as it was
-    from threadpoolctl import threadpool_info
-
-    from sklearn_fil.fisher import _engine
-
-    problem = _invariance_problem(loss)
-    before = [info["num_threads"] for info in threadpool_info()]
-    monkeypatch.setattr(_engine, "_QUIET_BLAS_MIN_ENTRIES", 0)
-    split = run_engine(problem, chunk_size=7)
-    assert [info["num_threads"] for info in threadpool_info()] == before
-    monkeypatch.setattr(_engine, "_QUIET_BLAS_MIN_ENTRIES", np.inf)
-    assert_reports_close(split, run_engine(problem, chunk_size=7), rtol=1e-13)

@@ -51,9 +51,9 @@ def test_row_parallel_results_do_not_depend_on_the_threads(monkeypatch):
     seen = []
     real = _glm.ThreadPoolExecutor
 
-    def spy(n_threads):
+    def spy(n_threads, **kwargs):
         seen.append(n_threads)
-        return real(n_threads)
+        return real(n_threads, **kwargs)
 
     monkeypatch.setattr(_glm, "ThreadPoolExecutor", spy)
     monkeypatch.setattr(_glm, "blas_threads", lambda: 1)
