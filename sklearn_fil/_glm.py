@@ -32,15 +32,6 @@ from sklearn_fil.utils._sparse import issparse, scale_rows
 # to its largest, below which the Hessian is singular to working precision:
 # the minimiser is then not unique and its FIL unbounded.
 SINGULAR_RTOL = 1e3 * np.finfo(np.float64).eps
-# Bytes of per-chunk temporaries (the chunk * (2 p + d) GEMM output of the
-# engine and the scaled copy in the Gram): bounds the working memory
-# independently of n. Few large chunks matter for speed, not only memory: each
-# chunk hands the cores from the BLAS threads to the numba threads and back.
-_CHUNK_BYTES = 512 * 2**20
-# The same for sparse X: its dense per-chunk products should not dwarf X
-# itself (a few values per row), and a sparse product has no threads to hand
-# over, so small chunks cost little.
-_SPARSE_CHUNK_BYTES = 32 * 2**20
 # Multiply-adds ``rows * p**2`` of a pass (a Gram of ``rows x p`` data, or the
 # algebra of a ``p x p`` matrix) up to which BLAS runs on one thread
 # (small_blas). On 2 cores: a 101 x 101 eigh took 2.4 ms on one thread, 8.5 ms
@@ -90,12 +81,6 @@ def small_blas(rows, p):
     if rows * p * p > SMALL_WORK:
         return nullcontext()
     return one_blas_thread()
-
-
-def default_chunk(d, sparse=False):
-    """Rows per chunk: the GEMM output (2 d + 1 columns) and a scaled copy."""
-    budget = _SPARSE_CHUNK_BYTES if sparse else _CHUNK_BYTES
-    return max(1, budget // (8 * (3 * d + 2)))
 
 
 def penalty(p, n_eff, lam, fit_intercept, penalize_intercept):
@@ -418,7 +403,6 @@ class RowPasses:
         self.fit_intercept = fit_intercept
         self.n_features = X.shape[1]
         self.n_eff = float(omega.sum())
-        self.chunk = default_chunk(self.n_features, issparse(X))
         self._last = None
 
     def _margin(self, w):

@@ -67,7 +67,7 @@ def dask_fisher_information_loss(
     )
     # the layout is checked now, the values of every block in the first pass
     onehot = check_onehot_groups(onehot_groups, np.zeros((0, X.shape[1])))
-    chunk = _engine._check_chunk(chunk_size, X.shape[1])
+    chunk = _engine._check_chunk(chunk_size)
     # unit weights (known without a pass) share the Hessian's Gram, as in NumPy
     same_gram = loss == "squared" and (
         sample_weight is None

@@ -117,10 +117,10 @@ def _check_model(coef, n_features, intercept, loss, lam, sigma):
     return coef, intercept
 
 
-def _check_chunk(chunk_size, n_features, sparse=False):
-    """Rows per chunk of the passes over the data."""
+def _check_chunk(chunk_size):
+    """Most rows of a block of the per-example pass (None: cache-sized)."""
     if chunk_size is None:
-        return _glm.default_chunk(n_features, sparse)
+        return None
     chunk = int(chunk_size)
     if chunk < 1:
         raise ValueError(f"chunk_size must be >= 1; got {chunk_size}.")
@@ -233,8 +233,8 @@ def fisher_information_loss(
         ``X`` only: on a Dask array the Gram is part of the one pass that
         computes every other sum.
     chunk_size : int, default=None
-        Rows processed at once; the default keeps the temporaries near
-        512 MiB (32 MiB for sparse ``X``). Results do not depend on it.
+        Most rows processed at once by a thread; by default as many as keep
+        its temporaries near 2 MiB, in cache. Results do not depend on it.
 
     Returns
     -------
@@ -267,9 +267,9 @@ def fisher_information_loss(
     sum over examples block by block and adds them in a tree, checking the
     values as it goes (the errors above come from that pass, before any
     result); the ``p x p`` algebra and the totals then run at once, and the
-    per-example pass is mapped lazily over the blocks (``chunk_size`` rows at
-    a time within each). The numbers equal the NumPy path's up to the order
-    of the floating-point sums (``1e-12`` relative in the tests). Compute the
+    per-example pass is mapped lazily over the blocks. The numbers equal the
+    NumPy path's up to the order of the floating-point sums (``1e-12``
+    relative in the tests). Compute the
     per-example fields together (``dask.compute``), or write them to disk
     without passing through the client, e.g. ``da.to_npy_stack(path,
     da.concatenate([res.fil[:, None], res.attribute_fil], axis=1))``.
@@ -333,7 +333,7 @@ def fisher_information_loss(
         X, y, coef, intercept, loss, lam, sigma, sample_weight, groups
     )
     onehot = check_onehot_groups(onehot_groups, X)
-    chunk = _check_chunk(chunk_size, X.shape[1], issparse(X))
+    chunk = _check_chunk(chunk_size)
     problem = _Problem(
         X, y, coef, intercept, loss, lam, omega, penalize_intercept, chunk
     )
@@ -366,7 +366,7 @@ class _Problem:
     lam: float
     omega: np.ndarray
     penalize_intercept: bool
-    chunk: int
+    chunk: int | None
     loss_hessian: np.ndarray | None = None
 
     @property
@@ -776,7 +776,9 @@ def _per_example_pass(problem, rotations):
     attribute_fil = np.empty((n, len(rotations.layout.attributes)))
     omega2 = problem.omega2
     width = rotations.rot.shape[1]
-    block = min(problem.chunk, max(1, _BLOCK_BYTES // (8 * width)))
+    block = max(1, _BLOCK_BYTES // (8 * width))
+    if problem.chunk is not None:
+        block = min(block, problem.chunk)
 
     def segment(rows):
         Z = None

@@ -29,7 +29,6 @@ from sklearn_fil import (
     IRFILRegressor,
     OutputPerturbedLinearRegression,
     OutputPerturbedLogisticRegression,
-    _glm,
 )
 from sklearn_fil._leave_one_out import _Problem, leave_one_out
 from sklearn_fil.utils import _clipping, _sparse
@@ -315,15 +314,13 @@ def _onehot_csr(n, levels, seed=0):
     return X, y
 
 
-def test_sparse_fit_never_densifies_X(monkeypatch):
+def test_sparse_fit_never_densifies_X():
     """Peak traced memory of a fit far below the n x d dense array (17 MB).
 
-    The dense temporaries are per chunk of rows, bounded by a constant that
-    does not grow with n; it is lowered here so that it stays below the
-    test's scale. The estimator is fitted once before, so that compiling the
-    kernels is not traced.
+    The dense temporaries are per block of rows, bounded by a constant that
+    does not grow with n (a few MiB). The estimator is fitted once before, so
+    that compiling the kernels is not traced.
     """
-    monkeypatch.setattr(_glm, "_SPARSE_CHUNK_BYTES", 2**20)
     n, levels = 12_000, (60, 60, 58)
     X, y = _onehot_csr(n, levels)
     est = OutputPerturbedLogisticRegression(
