@@ -35,11 +35,15 @@ estimator's numba kernels are compiled on a small fit before timing, and an
 untimed fit of each model fills the cache of ``epsilon_`` (the PLD accountant
 takes seconds per setting).
 
+``--only mlp`` (or ``logistic``) times one model alone and skips the memory
+runs: the MLP against ghost clipping reruns in a few minutes. It prints the
+rows and writes a file only when ``--out`` is given.
+
 Usage::
 
     python benchmarks/bench_dpsgd.py [--epochs 10] [--mlp-epochs 1]
         [--fil-coordinates 16] [--repeats 3] [--memory-sizes 100000 1000000]
-        [--old-accountant]
+        [--old-accountant] [--only {logistic,mlp}]
         [--skip-speed] [--out benchmarks/results/dpsgd.md]
 """
 
@@ -54,6 +58,7 @@ import subprocess
 import sys
 import time
 import tracemalloc
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -65,6 +70,7 @@ from sklearn_fil.neural import DPSGDClassifier
 HERE = Path(__file__).resolve().parent
 N, D, BATCH = 60_000, 784, 256
 MODELS = {"logistic": (), "mlp 1x256": (256,)}
+ONLY = {"logistic": "logistic", "mlp": "mlp 1x256"}
 OPACUS_MODES = {"hooks": "Opacus hooks", "ghost": "Opacus ghost clipping"}
 MEMORY_D, MEMORY_EPOCHS = 10, 2
 
@@ -160,26 +166,37 @@ def speed_rows(args):
 
     *plain* and Opacus' ghost clipping (the comparison the targets name) are
     timed ``args.repeats`` times, alternately, and the fastest of each kept:
-    on a shared machine one slow run would decide the ratio otherwise.
+    on a shared machine one slow run would decide the ratio otherwise. Returns
+    the rows and, per model, every alternate time of both.
     """
     X, y = make_data()
-    for hidden in MODELS.values():  # compile the numba kernels, fill the caches
+    models = {k: v for k, v in MODELS.items() if args.only in (None, k)}
+    for hidden in models.values():  # compile the numba kernels, fill the caches
         DPSGDClassifier(hidden_layer_sizes=hidden, batch_size=BATCH, max_iter=1).fit(
             X[:2000], y[:2000]
         )
-    rows = []
-    for name, hidden in MODELS.items():
+    rows, alternate = [], {}
+    for name, hidden in models.items():
         epochs = args.mlp_epochs if hidden else args.epochs
         # an untimed fit computes epsilon_ (dp-accounting's PLD, seconds; then
         # cached per settings), so that no timed fit pays for it
         time_ours(X, y, hidden, epochs, False, False, None)
         plain = ghost = np.inf
+        alternate[name] = ([], [])
         for _ in range(args.repeats):
             seconds, clf = time_ours(X, y, hidden, epochs, False, False, None)
             plain = min(plain, seconds)
+            alternate[name][0].append(seconds)
             opacus = time_opacus(X, y, hidden, 1, "ghost")
             if opacus is not None:
                 ghost = min(ghost, opacus)
+                alternate[name][1].append(opacus)
+            print(
+                f"{name:>10} alternate: plain {seconds:.2f} s, ghost "
+                f"{opacus if opacus is None else round(opacus, 2)} s, load "
+                f"{os.getloadavg()[0]:.1f}",
+                flush=True,
+            )
         timed = {"plain": (plain, clf)}
         for label, per_instance, fil, k in configurations(hidden, args.fil_coordinates):
             if label != "plain":
@@ -196,8 +213,12 @@ def speed_rows(args):
             if opacus is None or not np.isfinite(opacus):
                 break
             rows.append((name, label, 1, opacus, opacus / plain * epochs, None))
-            print(f"{name:>10} {label:>22}: {1 / opacus:6.2f} epochs/s", flush=True)
-    return rows
+            print(
+                f"{name:>10} {label:>22}: {1 / opacus:6.2f} epochs/s, "
+                f"{opacus / plain * epochs:5.2f} x slower than plain",
+                flush=True,
+            )
+    return rows, alternate
 
 
 def _reference_accountant():
@@ -314,22 +335,35 @@ def main(argv=None):
     parser.add_argument("--old-accountant", action="store_true")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--skip-speed", action="store_true")
+    parser.add_argument(
+        "--only",
+        choices=sorted(ONLY),
+        help="time this model alone, no memory runs; write only with --out",
+    )
     parser.add_argument("--memory-child", nargs=2, help=argparse.SUPPRESS)
-    parser.add_argument("--out", type=Path, default=HERE / "results" / "dpsgd.md")
+    parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args(argv)
     if args.memory_child:
         memory_child(int(args.memory_child[0]), args.memory_child[1])
         return 0
+    if args.only is not None:
+        args.only = ONLY[args.only]
+    elif args.out is None:
+        args.out = HERE / "results" / "dpsgd.md"
     logging.getLogger("absl").setLevel(logging.ERROR)  # dp-accounting's notes
+    warnings.filterwarnings("ignore", module="opacus")  # its notes per fit
+    warnings.filterwarnings("ignore", message="Full backward hook is firing")
+    args.load_at_start = os.getloadavg()
     started = time.perf_counter()
-    rows = [] if args.skip_speed else speed_rows(args)
-    memory = memory_rows(args)
-    write_markdown(args, rows, memory, time.perf_counter() - started)
-    print(f"wrote {args.out}")
+    rows, alternate = ([], {}) if args.skip_speed else speed_rows(args)
+    memory = [] if args.only is not None else memory_rows(args)
+    if args.out is not None:
+        write_markdown(args, rows, alternate, memory, time.perf_counter() - started)
+        print(f"wrote {args.out}")
     return 0
 
 
-def write_markdown(args, rows, memory, elapsed):
+def write_markdown(args, rows, alternate, memory, elapsed):
     cpu = cpu_name()
     try:
         import opacus
@@ -347,6 +381,8 @@ def write_markdown(args, rows, memory, elapsed):
         f"--memory-sizes {' '.join(str(n) for n in args.memory_sizes)}"
         + (" --old-accountant" if args.old_accountant else "")
         + (" --skip-speed" if args.skip_speed else "")
+        + (f" --only {args.only.split()[0]}" if args.only else "")
+        + (f" --out {args.out}" if args.only else "")
     )
     lines = [
         "# DP-SGD on CPU: speed and the cost of per-example accounting",
@@ -356,20 +392,22 @@ def write_markdown(args, rows, memory, elapsed):
         f"- sklearn-fil {sklearn_fil.__version__}, Python {platform.python_version()},"
         f" NumPy {np.__version__}; {opacus_version}; CPU: {cpu}, "
         f"{os.cpu_count()} logical",
-        f"- Load average at the end: {', '.join(f'{v:.1f}' for v in os.getloadavg())}"
+        "- Load average at the start: "
+        f"{', '.join(f'{v:.1f}' for v in args.load_at_start)}; at the end: "
+        f"{', '.join(f'{v:.1f}' for v in os.getloadavg())}"
         " (the machine was shared with other jobs: compare the ratios within this "
         "run, not absolute times across runs)",
         f"- Wall time of the run: {elapsed / 60:.1f} min",
     ]
     if rows:
-        lines += speed_table(rows)
+        lines += speed_table(rows, alternate)
     if memory:
         lines += memory_table(memory)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text("\n".join(lines) + "\n")
 
 
-def speed_table(rows):
+def speed_table(rows, alternate):
     lines = [
         f"- Data: {N} x {D} standard normal / sqrt({D}), labels from a random "
         f"hyperplane; batch size {BATCH} (Poisson sampling), noise multiplier 1, "
@@ -403,7 +441,16 @@ def speed_table(rows):
         "≥ 2 × faster than its ghost clipping on the MLP (the Opacus rows' "
         "*time per epoch / plain* is that speed-up); FIL accounting ≤ 1.5 × plain "
         "for the logistic model; per-instance accounting ≤ 1.1 × plain.",
+        "",
+        "Every alternate run of *plain* and *Opacus ghost clipping*, in order "
+        "(seconds for the epochs of the table):",
+        "",
     ]
+    for name, (ours, ghost) in alternate.items():
+        lines.append(
+            f"- {name}: plain {', '.join(f'{t:.2f}' for t in ours)}; ghost "
+            f"{', '.join(f'{t:.2f}' for t in ghost)}"
+        )
     return lines
 
 

@@ -83,8 +83,12 @@ def _per_instance_orders():
     )
 
 
-# Rows per block of the full passes that compute every example's norm.
-_FULL_PASS_ROWS = 16384
+# Rows per block of the full passes over the data (every example's norm, the
+# loss column of the report): the activations of a block stay in the caches.
+# On 2 cores the loss of 60000 x 784 data through 256 tanh units took 0.24 s
+# in blocks of 2048 or 4096 rows, 0.30 s in blocks of 16384 and 0.3-0.6 s in
+# one block (its 123 MB of activations written twice to fresh pages).
+_FULL_PASS_ROWS = 4096
 
 _NO_NOISE_MSG = (
     "No differential-privacy guarantee: noise_multiplier=0 adds no noise, so "
@@ -767,7 +771,6 @@ class DPSGDClassifier(GuaranteeMixin, ClassifierMixin, BaseEstimator):
         self.coefs_ = [_backend.to_numpy(W) for W in net.coefs]
         self.intercepts_ = [_backend.to_numpy(b) for b in net.intercepts]
         self.classes_ = binarizer.classes_
-        logits = net.forward(X)[1]
         names = list(getattr(self, "feature_names_in_", [f"x{j}" for j in range(d)]))
         attribute_fil = self._attribute_columns(privacy, names, groups, target_name)
         self.privacy_report_ = privacy_report_frame(
@@ -778,7 +781,7 @@ class DPSGDClassifier(GuaranteeMixin, ClassifierMixin, BaseEstimator):
             index,
             epsilon=privacy["epsilon"],
             grad_norm=privacy["grad_norm"],
-            loss=_backend.to_numpy(net.loss(logits, Y)),
+            loss=_backend.to_numpy(self._full_pass_losses(net, X, Y)),
         )
         # FIL over all examples: sqrt of the trace of the Fisher information
         # about the attribute of every example (the sum of the report's
@@ -1070,6 +1073,16 @@ class DPSGDClassifier(GuaranteeMixin, ClassifierMixin, BaseEstimator):
             neighboring_relation="add_remove",
         )
         return np.minimum(per_instance.epsilon(delta), cap)
+
+    @staticmethod
+    def _full_pass_losses(net, X, Y):
+        """Every example's loss, on blocks of :data:`_FULL_PASS_ROWS` rows."""
+        n = X.shape[0]
+        parts = []
+        for start in range(0, n, _FULL_PASS_ROWS):
+            block = slice(start, min(start + _FULL_PASS_ROWS, n))
+            parts.append(net.loss(net.forward(X[block, ...])[1], Y[block, ...]))
+        return parts[0] if len(parts) == 1 else _backend.concat(parts, net.xp)
 
     def _full_pass_norms(self, net, X, Y, rows=None):
         """Clipped gradient norms in units of ``C``, of every example or of ``rows``.

@@ -205,19 +205,19 @@ class Network(DenseNetwork):
     def forward(self, X):
         """Activations ``[a_0 = X, a_1, ..., a_{L-1}]`` and output logits.
 
-        With :attr:`threads` set (NumPy), each layer's product is split by
-        rows over the threads and the bias and activation are applied in
-        place; the values are those of the base class.
+        On NumPy the bias and the activation are applied in place, and with
+        :attr:`threads` set each layer's product is split by rows over the
+        threads; the values are those of the base class.
         """
-        threads = self.threads
-        if threads is None or self.xp is not np:
+        if self.xp is not np:
             return super().forward(X)
+        matmul = np.matmul if self.threads is None else self.threads.matmul
         acts = [X]
         for W, b in zip(self.coefs[:-1], self.intercepts[:-1], strict=True):
-            z = threads.matmul(acts[-1], W)
+            z = matmul(acts[-1], W)
             z += b
             acts.append(self._activate_in_place(z))
-        logits = threads.matmul(acts[-1], self.coefs[-1])
+        logits = matmul(acts[-1], self.coefs[-1])
         logits += self.intercepts[-1]
         return acts, logits
 
