@@ -52,6 +52,9 @@ WARM_START_ROWS = 10_000
 # A reused Hessian is kept while each step is at most this fraction of the
 # previous one (see fit_glm).
 CHORD_CONTRACTION = 0.1
+# Relative rounding of the weights below which a predicted error is at the
+# level of the iterate's own rounding (see fit_glm).
+_ROUNDING = 4.0 * np.finfo(np.float64).eps
 
 
 @functools.cache
@@ -293,9 +296,14 @@ def fit_glm(
       is within a few percent of the full minimiser;
     * a Hessian is reused for further steps (chord steps: a gradient pass
       each) while their norms shrink at least ``1 / CHORD_CONTRACTION``-fold
-      per step. Slower contraction, a damped step, or a step below the
-      tolerance computes a fresh Hessian, so the last step is always a full
-      Newton step and the stopping rule above holds as stated.
+      per step. Slower contraction or a damped step computes a fresh
+      Hessian. A chord step below the tolerance ends the fit only where the
+      contraction so far (``rho``, the ratio of the last two steps) predicts
+      an error ``rho / (1 - rho)`` times the step no larger than a last full
+      step would leave (``tol`` times the tolerance) or than the rounding of
+      ``w`` (the error estimate of simplified Newton methods, Deuflhard 2004);
+      otherwise a fresh Hessian gives a last full Newton step, and the
+      stopping rule above holds as stated.
 
     ``X`` may be a Dask array chunked by rows (``y`` and ``omega`` then NumPy
     or Dask arrays): every pass over the rows is then a sum over its blocks,
@@ -342,6 +350,13 @@ def fit_glm(
             # the subsample may have no unique minimiser where the data do
             # (lam=0: separable, or a column zero on its rows): start at zero
             w0 = None
+
+    def certified(w):
+        return gtol is None or vector_norm(passes.gradient(w) + reg * w) <= gtol
+
+    def done(w, it):
+        return (w, it, None) if return_loss_hessian else (w, it)
+
     w = np.zeros(p) if w0 is None else w0.copy()
     f, factor, last = None, None, np.inf
     for it in range(1, max_iter + 1):
@@ -352,16 +367,20 @@ def fit_glm(
             if small < size <= CHORD_CONTRACTION * last:
                 w, f, last = w - step, None, size
                 continue
+            # the error the contraction so far predicts after this step: no
+            # larger than a full step's (tol * small) or the rounding of w
+            rho = size / last
+            settled = max(tol * small, _ROUNDING * (1.0 + vector_norm(w)))
+            if size <= small and rho < 1 and rho / (1 - rho) * size <= settled:
+                if certified(w - step):
+                    return done(w - step, it)
         g, factor, _ = hessian(w)
         step = factor.solve(g)
         if vector_norm(step) <= small:
             # inside the region of quadratic convergence: a last full step
-            w_new = w - step
-            if gtol is None or (
-                vector_norm(passes.gradient(w_new) + reg * w_new) <= gtol
-            ):
-                return (w_new, it, None) if return_loss_hessian else (w_new, it)
-            w, f, factor = w_new, None, None  # not certified yet: go on
+            if certified(w - step):
+                return done(w - step, it)
+            w, f, factor = w - step, None, None  # not certified yet: go on
             continue
         w_new, f = _line_search(objective, w, objective(w) if f is None else f, g, step)
         if np.array_equal(w_new, w - step):

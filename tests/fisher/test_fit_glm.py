@@ -63,9 +63,9 @@ def test_same_minimiser_with_fewer_hessians(problem):
     assert_allclose(w[-1], clf.intercept_[0], rtol=1e-8)
 
 
-def test_the_last_step_is_a_full_newton_step(problem):
+def test_the_returned_weights_are_stationary_to_rounding(problem):
     # the gradient at the returned weights is at rounding level, which a
-    # chord step stopped at the tolerance would not reach
+    # chord step stopped at the tolerance alone would not reach
     X, y, omega = problem
     w, _, _ = _fit(problem)
     passes = _glm.RowPasses(X, y, omega, "logistic", True)
@@ -73,6 +73,20 @@ def test_the_last_step_is_a_full_newton_step(problem):
     grad = passes.gradient(w) + reg * w
     scale = np.abs(X).T @ omega
     assert np.linalg.norm(grad[:-1] / scale) < 1e-13
+
+
+def test_a_settled_chord_step_saves_the_last_hessian(problem, monkeypatch):
+    # where the chord steps contract so fast that the last one leaves an
+    # error below the rounding of w, no fresh Hessian is formed for a last
+    # full step: the weights are those of the fit that forms it. A stricter
+    # contraction makes this problem take a second Hessian midway, after
+    # which the chord steps contract about a millionfold each
+    monkeypatch.setattr(_glm, "CHORD_CONTRACTION", 0.03)
+    w, _, n_hessians = _fit(problem)
+    monkeypatch.setattr(_glm, "_ROUNDING", 0.0)  # always end on a full step
+    w_full, _, n_full = _fit(problem)
+    assert n_hessians == n_full - 1
+    assert_allclose(w, w_full, rtol=1e-14, atol=0)
 
 
 def test_a_far_start_is_damped_and_still_converges(problem):
