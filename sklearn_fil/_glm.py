@@ -344,8 +344,10 @@ def fit_glm(
 
     if w0 is None and X.shape[0] >= 4 * WARM_START_ROWS:
         args = (loss, lam, fit_intercept, penalize_intercept, tol, max_iter)
+        subsample = _strided_rows(X, y, omega, WARM_START_ROWS)
         try:
-            w0, _ = fit_glm(*_strided_rows(X, y, omega, WARM_START_ROWS), *args)
+            with small_blas(*subsample[0].shape):
+                w0, _ = fit_glm(*subsample, *args)
         except ValueError:
             # the subsample may have no unique minimiser where the data do
             # (lam=0: separable, or a column zero on its rows): start at zero
