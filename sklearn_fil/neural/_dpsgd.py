@@ -781,7 +781,7 @@ class DPSGDClassifier(GuaranteeMixin, ClassifierMixin, BaseEstimator):
             index,
             epsilon=privacy["epsilon"],
             grad_norm=privacy["grad_norm"],
-            loss=_backend.to_numpy(self._full_pass_losses(net, X, Y)),
+            loss=_backend.to_numpy(privacy["loss"]),
         )
         # FIL over all examples: sqrt of the trace of the Fisher information
         # about the attribute of every example (the sum of the report's
@@ -922,21 +922,22 @@ class DPSGDClassifier(GuaranteeMixin, ClassifierMixin, BaseEstimator):
         """Run DP-SGD on ``net`` in place; returns the privacy accounting.
 
         The random numbers are drawn in the order described in
-        :mod:`sklearn_fil.neural._training`. On NumPy the loop runs in
-        :class:`~sklearn_fil.neural._threads.StepThreads` (BLAS on one
-        thread, the GEMMs and the noise split over the run's own threads).
+        :mod:`sklearn_fil.neural._training`. On NumPy the loop and the full
+        passes run in :class:`~sklearn_fil.neural._threads.StepThreads`
+        (BLAS on one thread, the GEMMs and the noise split over the run's
+        own threads). The result has the final ``"loss"`` of every example.
         """
         xp, device = net.xp, _backend.device(X)
         n, d = X.shape
         plan = self._plan(n)
         fil = self._fil_accumulator(plan, n, d, xp, device, groups)
         norms = NormAccountant(self._per_instance_accountant(plan, n), xp)
-        if norms.accountant is None:
-            norms.defer(net, n, device)
-        else:
-            norms.refresh(self._full_pass_norms(net, X, Y))
         with StepThreads() if xp is np else contextlib.nullcontext() as threads:
             net.threads = threads
+            if norms.accountant is None:
+                norms.defer(net, n, device)
+            else:
+                norms.refresh(self._full_pass_norms(net, X, Y))
             optimiser = NoisySGD(
                 net,
                 noise_multiplier=plan.sigma,
@@ -951,15 +952,18 @@ class DPSGDClassifier(GuaranteeMixin, ClassifierMixin, BaseEstimator):
             )
             try:
                 recorder = self._epochs(net, X, Y, rng, plan, optimiser, fil, norms)
+                norms.finish(
+                    lambda net0, rows: self._full_pass_norms(net0, X, Y, rows), device
+                )
+                loss = self._full_pass_losses(net, X, Y)
             finally:
                 net.threads = None
                 optimiser.detach(net)
-        norms.finish(lambda net0, rows: self._full_pass_norms(net0, X, Y, rows), device)
         self.n_iter_ = self.max_iter
         self.t_ = plan.total_steps
         self.noise_multiplier_ = plan.sigma
         self.recorded_steps_ = recorder.records
-        return self._privacy(plan, fil, norms, Y.shape[1])
+        return {**self._privacy(plan, fil, norms, Y.shape[1]), "loss": loss}
 
     def _epochs(self, net, X, Y, rng, plan, optimiser, fil, norms):
         """The steps of every epoch; returns the :class:`StepRecorder`."""
@@ -977,8 +981,13 @@ class DPSGDClassifier(GuaranteeMixin, ClassifierMixin, BaseEstimator):
                 grads = new_norms = None
                 if idx.size:
                     rows = _backend.Rows(idx, n, xp, device)
+                    Xb = (
+                        rows.take(X)
+                        if net.threads is None
+                        else net.threads.take(X, idx)
+                    )
                     batch = clipped_batch(
-                        net, rows.take(X), rows.take(Y), C, self.clipping, finite
+                        net, Xb, rows.take(Y), C, self.clipping, finite
                     )
                     grads = net.weighted_sum(
                         batch.acts, batch.deltas, batch.c, out=optimiser.grads
@@ -1098,6 +1107,8 @@ class DPSGDClassifier(GuaranteeMixin, ClassifierMixin, BaseEstimator):
             block = slice(start, min(start + _FULL_PASS_ROWS, n))
             if rows is None:
                 Xb, Yb = X[block, ...], Y[block, ...]
+            elif net.threads is not None:
+                Xb, Yb = net.threads.take(X, rows[block]), Y[rows[block]]
             else:
                 part = _backend.Rows(
                     rows[block], X.shape[0], net.xp, _backend.device(X)

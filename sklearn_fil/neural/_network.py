@@ -199,27 +199,65 @@ class Network(DenseNetwork):
         with the generic array-API code.
     """
 
-    # Threads of the NumPy training loop (a StepThreads), or None.
+    # Threads and scratch arrays of the NumPy training loop (a StepThreads),
+    # or None. While set, the arrays of one forward and backward pass are
+    # overwritten by the next.
     threads = None
+
+    def _scratch(self, key, shape):
+        """A reused scratch array while :attr:`threads` is set, else None."""
+        return None if self.threads is None else self.threads.buffer(key, shape)
 
     def forward(self, X):
         """Activations ``[a_0 = X, a_1, ..., a_{L-1}]`` and output logits.
 
         On NumPy the bias and the activation are applied in place, and with
         :attr:`threads` set each layer's product is split by rows over the
-        threads; the values are those of the base class.
+        threads, into reused arrays; the values are those of the base class.
         """
         if self.xp is not np:
             return super().forward(X)
         matmul = np.matmul if self.threads is None else self.threads.matmul
         acts = [X]
-        for W, b in zip(self.coefs[:-1], self.intercepts[:-1], strict=True):
-            z = matmul(acts[-1], W)
+        for layer, (W, b) in enumerate(
+            zip(self.coefs[:-1], self.intercepts[:-1], strict=True)
+        ):
+            out = self._scratch(("act", layer), (X.shape[0], W.shape[1]))
+            z = matmul(acts[-1], W, out=out)
             z += b
             acts.append(self._activate_in_place(z))
         logits = matmul(acts[-1], self.coefs[-1])
         logits += self.intercepts[-1]
         return acts, logits
+
+    def backpropagate(self, acts, output):
+        """Derivatives of ``sum_k output[:, k] z_L[:, k]`` per layer, first to last.
+
+        As the base class; on NumPy with :attr:`threads` set, into reused
+        arrays with the slope applied in place (the same operations, the
+        same values).
+        """
+        if self.xp is not np or self.threads is None:
+            return super().backpropagate(acts, output)
+        deltas = [output]
+        for layer in range(len(self.coefs) - 1, 0, -1):
+            a = acts[layer]
+            back = np.matmul(
+                deltas[0],
+                self.coefs[layer].T,
+                out=self._scratch(("delta", layer), a.shape),
+            )
+            if self.activation != "identity":
+                slope = self._scratch("slope", a.shape)
+                if self.activation == "tanh":  # 1 - a * a
+                    np.subtract(1.0, np.multiply(a, a, out=slope), out=slope)
+                elif self.activation == "logistic":  # a * (1 - a)
+                    np.multiply(a, np.subtract(1.0, a, out=slope), out=slope)
+                else:  # relu
+                    np.greater(a, 0.0, out=slope)
+                back *= slope
+            deltas.insert(0, back)
+        return deltas
 
     def _activate_in_place(self, z):
         """:meth:`_activate` of a NumPy array, written over it."""
@@ -285,8 +323,9 @@ class Network(DenseNetwork):
                 wd = d * weights[:, None]
                 out.append((a.T @ wd, self.xp.sum(wd, axis=0)))
             return out
-        for a, d, (gW, gb) in zip(acts, deltas, out, strict=True):
-            wd = d * weights[:, None]
+        for layer, (a, d, (gW, gb)) in enumerate(zip(acts, deltas, out, strict=True)):
+            scratch = self._scratch(("weighted", layer), d.shape)
+            wd = np.multiply(d, weights[:, None], out=scratch)
             if self.threads is None:
                 np.matmul(a.T, wd, out=gW)
             else:

@@ -721,7 +721,10 @@ class NormAccountant:
         self.unseen = self.initial = None
 
     def defer(self, net, n, device):
-        """Start with no norm computed, keeping a copy of the initial ``net``."""
+        """Start with no norm computed, keeping a copy of the initial ``net``.
+
+        The copy shares ``net.threads`` (its scratch arrays included).
+        """
         self.norms = _backend.zeros(n, self.xp, device)
         self.unseen = np.ones(n, dtype=bool)
         self.initial = type(net)(
@@ -730,6 +733,7 @@ class NormAccountant:
             net.activation,
             xp=net.xp,
         )
+        self.initial.threads = net.threads
 
     def refresh(self, norms):
         """Replace every norm (a full pass); the accountant gets them too."""
