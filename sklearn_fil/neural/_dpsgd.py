@@ -981,13 +981,8 @@ class DPSGDClassifier(GuaranteeMixin, ClassifierMixin, BaseEstimator):
                 grads = new_norms = None
                 if idx.size:
                     rows = _backend.Rows(idx, n, xp, device)
-                    Xb = (
-                        rows.take(X)
-                        if net.threads is None
-                        else net.threads.take(X, idx)
-                    )
                     batch = clipped_batch(
-                        net, Xb, rows.take(Y), C, self.clipping, finite
+                        net, X, rows.take(Y), C, self.clipping, finite, rows=idx
                     )
                     grads = net.weighted_sum(
                         batch.acts, batch.deltas, batch.c, out=optimiser.grads
@@ -1106,15 +1101,14 @@ class DPSGDClassifier(GuaranteeMixin, ClassifierMixin, BaseEstimator):
         for start in range(0, n, _FULL_PASS_ROWS):
             block = slice(start, min(start + _FULL_PASS_ROWS, n))
             if rows is None:
-                Xb, Yb = X[block, ...], Y[block, ...]
-            elif net.threads is not None:
-                Xb, Yb = net.threads.take(X, rows[block]), Y[rows[block]]
+                acts, logits = net.forward(X[block, ...])
+                Yb = Y[block, ...]
             else:
                 part = _backend.Rows(
                     rows[block], X.shape[0], net.xp, _backend.device(X)
                 )
-                Xb, Yb = part.take(X), part.take(Y)
-            acts, logits = net.forward(Xb)
+                acts, logits = net.forward(X, rows=rows[block])
+                Yb = part.take(Y)
             g_norm = net.grad_norms(acts, net.backward(acts, logits, Yb))
             check_finite_norms(g_norm, net.xp)
             c, _ = clip_factor(g_norm, C, self.clipping, net.xp)

@@ -208,27 +208,39 @@ class Network(DenseNetwork):
         """A reused scratch array while :attr:`threads` is set, else None."""
         return None if self.threads is None else self.threads.buffer(key, shape)
 
-    def forward(self, X):
+    def forward(self, X, rows=None):
         """Activations ``[a_0 = X, a_1, ..., a_{L-1}]`` and output logits.
 
         On NumPy the bias and the activation are applied in place, and with
         :attr:`threads` set each layer's product is split by rows over the
         threads, into reused arrays; the values are those of the base class.
+
+        ``rows``: host indices; the pass is then over ``X[rows]`` (``a_0``),
+        gathered by the threads with the first product when they are set.
         """
+        if rows is not None and self.threads is None:
+            X = _backend.Rows(rows, X.shape[0], self.xp, _backend.device(X)).take(X)
+            rows = None
         if self.xp is not np:
             return super().forward(X)
         matmul = np.matmul if self.threads is None else self.threads.matmul
-        acts = [X]
-        for layer, (W, b) in enumerate(
-            zip(self.coefs[:-1], self.intercepts[:-1], strict=True)
-        ):
-            out = self._scratch(("act", layer), (X.shape[0], W.shape[1]))
-            z = matmul(acts[-1], W, out=out)
+        n = X.shape[0] if rows is None else rows.size
+        last = len(self.coefs) - 1
+        acts, a = [], X
+        for layer, (W, b) in enumerate(zip(self.coefs, self.intercepts, strict=True)):
+            out = (
+                None
+                if layer == last
+                else self._scratch(("act", layer), (n, W.shape[1]))
+            )
+            if rows is not None and layer == 0:
+                a, z = self.threads.gather_matmul(X, rows, W, out=out)
+            else:
+                z = matmul(a, W, out=out)
+            acts.append(a)
             z += b
-            acts.append(self._activate_in_place(z))
-        logits = matmul(acts[-1], self.coefs[-1])
-        logits += self.intercepts[-1]
-        return acts, logits
+            a = z if layer == last else self._activate_in_place(z)
+        return acts, a
 
     def backpropagate(self, acts, output):
         """Derivatives of ``sum_k output[:, k] z_L[:, k]`` per layer, first to last.
@@ -241,12 +253,12 @@ class Network(DenseNetwork):
             return super().backpropagate(acts, output)
         deltas = [output]
         for layer in range(len(self.coefs) - 1, 0, -1):
-            a = acts[layer]
-            back = np.matmul(
-                deltas[0],
-                self.coefs[layer].T,
-                out=self._scratch(("delta", layer), a.shape),
-            )
+            a, W = acts[layer], self.coefs[layer]
+            back = self._scratch(("delta", layer), a.shape)
+            if W.shape[1] == 1:  # an outer product: one multiply per entry
+                np.multiply(deltas[0], W.T, out=back)
+            else:
+                np.matmul(deltas[0], W.T, out=back)
             if self.activation != "identity":
                 slope = self._scratch("slope", a.shape)
                 if self.activation == "tanh":  # 1 - a * a

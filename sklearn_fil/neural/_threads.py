@@ -91,24 +91,6 @@ class StepThreads:
             flat = self._buffers[key] = np.empty(size)
         return flat[:size].reshape(shape)
 
-    def take(self, X, indices, key="rows"):
-        """The rows ``indices`` of a NumPy ``X`` (valid, non-negative), gathered.
-
-        Into :meth:`buffer` ``key``, split over the threads: the gather is
-        bound by memory latency, which more threads hide.
-        """
-        out = self.buffer(key, (indices.size, *X.shape[1:]))
-        split = out.nbytes >= MIN_SPLIT_BYTES
-        self.run(
-            [
-                lambda lo=lo, hi=hi: np.take(
-                    X, indices[lo:hi], axis=0, out=out[lo:hi], mode="clip"
-                )
-                for lo, hi in self._pieces(indices.size, split)
-            ]
-        )
-        return out
-
     def __enter__(self):
         self._limit = one_blas_thread()
         if self.n_threads > 1:
@@ -179,3 +161,32 @@ class StepThreads:
             ]
         )
         return out
+
+    def gather_matmul(self, X, indices, b, out=None, key="rows"):
+        """``X[indices]`` and ``X[indices] @ b``, each thread its rows of both.
+
+        The gathered rows go to :meth:`buffer` ``key`` and are multiplied
+        while in the thread's cache (one hand-over instead of two).
+
+        Returns
+        -------
+        rows, product : ndarray
+        """
+        rows = self.buffer(key, (indices.size, *X.shape[1:]))
+        if out is None:
+            out = np.empty((indices.size, b.shape[1]), dtype=np.result_type(X, b))
+        split = (
+            rows.size * b.shape[1] >= MIN_SPLIT_WORK or rows.nbytes >= MIN_SPLIT_BYTES
+        )
+
+        def piece(lo, hi):
+            np.take(X, indices[lo:hi], axis=0, out=rows[lo:hi], mode="clip")
+            np.matmul(rows[lo:hi], b, out=out[lo:hi])
+
+        self.run(
+            [
+                lambda lo=lo, hi=hi: piece(lo, hi)
+                for lo, hi in self._pieces(indices.size, split)
+            ]
+        )
+        return rows, out

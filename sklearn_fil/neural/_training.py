@@ -280,9 +280,13 @@ class FiniteCheck:
         self.flags = []
 
 
-def clipped_batch(net, Xb, Yb, max_grad_norm, clipping, finite):
-    """The clipped per-example gradients of a batch, as a :class:`ClippedBatch`."""
-    acts, logits = net.forward(Xb)
+def clipped_batch(net, Xb, Yb, max_grad_norm, clipping, finite, rows=None):
+    """The clipped per-example gradients of a batch, as a :class:`ClippedBatch`.
+
+    ``rows``: host indices of the batch in ``Xb`` (the whole data), gathered
+    by the forward pass; None when ``Xb`` is the batch.
+    """
+    acts, logits = net.forward(Xb, rows=rows)
     deltas = net.backward(acts, logits, Yb)
     norms = net.grad_norms(acts, deltas)
     finite(norms)
