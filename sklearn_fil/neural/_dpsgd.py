@@ -978,6 +978,7 @@ class DPSGDClassifier(GuaranteeMixin, ClassifierMixin, BaseEstimator):
                 norms.refresh(self._full_pass_norms(net, X, Y))
             for idx in sampler.epoch(rng):
                 t += 1
+                optimiser.begin_step()  # the noise, drawn by idle threads
                 grads = new_norms = None
                 if idx.size:
                     rows = _backend.Rows(idx, n, xp, device)

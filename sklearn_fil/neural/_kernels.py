@@ -158,10 +158,10 @@ def standard_normal_block(generator, out):
 
 @numba.njit(cache=True, nogil=True)
 def noisy_sgd_block(
-    generator,
     start,
     stop,
     noise_std,
+    noise,
     grads,
     params,
     velocity,
@@ -174,23 +174,34 @@ def noisy_sgd_block(
     """The noisy SGD step of the flat coordinates ``start:stop``, in place.
 
     For each coordinate ``i``: the released gradient ``r = (grads[i] +
-    noise_std z) / divisor``, ``z`` the next standard normal deviate of
-    ``generator`` (none drawn when ``noise_std`` is 0), is written back to
-    ``grads[i]``; the update ``u = r + alpha params[i]`` (weight decay only
-    for ``i < n_decayed``, the weights) goes through the heavy-ball velocity
-    ``v = momentum v + u`` (``velocity`` unused when ``momentum`` is 0), and
-    ``params[i] -= learning_rate v``. One pass over the block: no
-    temporaries, and the deviates never leave the registers.
+    noise_std noise[i]) / divisor`` (``noise`` unread when ``noise_std`` is
+    0) is written back to ``grads[i]``; the update ``u = r + alpha params[i]``
+    (weight decay only for ``i < n_decayed``, the weights) goes through the
+    heavy-ball velocity ``v = momentum v + u`` (``velocity`` unused when
+    ``momentum`` is 0), and ``params[i] -= learning_rate v``. One pass over
+    the block, no temporaries.
     """
-    for i in range(start, stop):
-        g = grads[i]
-        if noise_std != 0.0:
-            g += noise_std * generator.standard_normal()
-        g /= divisor
-        grads[i] = g
-        if i < n_decayed:
-            g += alpha * params[i]
-        if momentum != 0.0:
-            g += momentum * velocity[i]
-            velocity[i] = g
-        params[i] -= learning_rate * g
+    split = min(max(n_decayed, start), stop)
+    for lo, hi, decayed in ((start, split, True), (split, stop, False)):
+        if momentum == 0.0:
+            for i in range(lo, hi):
+                g = grads[i]
+                if noise_std != 0.0:
+                    g += noise_std * noise[i]
+                g /= divisor
+                grads[i] = g
+                if decayed:
+                    g += alpha * params[i]
+                params[i] -= learning_rate * g
+        else:
+            for i in range(lo, hi):
+                g = grads[i]
+                if noise_std != 0.0:
+                    g += noise_std * noise[i]
+                g /= divisor
+                grads[i] = g
+                if decayed:
+                    g += alpha * params[i]
+                g += momentum * velocity[i]
+                velocity[i] = g
+                params[i] -= learning_rate * g

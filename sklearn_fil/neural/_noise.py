@@ -102,18 +102,26 @@ class NoiseStreams:
             )
         ]
 
+    def tasks(self, out):
+        """One function per block drawing its next deviates into ``out``.
+
+        ``out``: host array of shape ``(size,)``. The functions may run in
+        any order, on any threads, but each exactly once per draw.
+        """
+        if out.shape != (self.size,):
+            raise ValueError(f"out must have shape ({self.size},); got {out.shape}.")
+        return [
+            lambda g=g, lo=lo, hi=hi: standard_normal_block(g, out[lo:hi])
+            for g, lo, hi in self.blocks
+        ]
+
     def fill(self, out, threads=None):
         """The next deviates of every block into ``out`` (host, ``(size,)``).
 
         ``threads``: a :class:`~sklearn_fil.neural._threads.StepThreads` to
         draw the blocks on (the deviates are the same without).
         """
-        if out.shape != (self.size,):
-            raise ValueError(f"out must have shape ({self.size},); got {out.shape}.")
-        tasks = [
-            lambda g=g, lo=lo, hi=hi: standard_normal_block(g, out[lo:hi])
-            for g, lo, hi in self.blocks
-        ]
+        tasks = self.tasks(out)
         if threads is None:
             for task in tasks:
                 task()

@@ -22,9 +22,10 @@ fresh ``256 x 256`` float64 temporary costs about 0.1 ms in page faults
 # Authors: The sklearn-fil developers
 # SPDX-License-Identifier: BSD-3-Clause
 
+import collections
 import itertools
 import math
-from concurrent.futures import ThreadPoolExecutor
+import threading
 
 import numpy as np
 
@@ -75,7 +76,7 @@ class StepThreads:
 
     def __init__(self, n_threads=None):
         self.n_threads = default_threads() if n_threads is None else int(n_threads)
-        self._executor = None
+        self._workers = []
         self._limit = None
         self._buffers = {}
 
@@ -93,44 +94,124 @@ class StepThreads:
 
     def __enter__(self):
         self._limit = one_blas_thread()
-        if self.n_threads > 1:
-            self._executor = ThreadPoolExecutor(
-                self.n_threads - 1, thread_name_prefix="sklearn-fil-dpsgd"
-            )
+        self._cond = threading.Condition()
+        self._job = None  # the foreground job: [tasks, next, unfinished]
+        self._background = collections.deque()
+        self._unfinished = 0  # background tasks queued or running
+        self._errors = []
+        self._stop = False
+        self._workers = [
+            threading.Thread(target=self._worker, name=f"sklearn-fil-dpsgd-{k}")
+            for k in range(self.n_threads - 1)
+        ]
+        for worker in self._workers:
+            worker.start()
         return self
 
     def __exit__(self, *exc):
-        if self._executor is not None:
-            self._executor.shutdown(wait=True)
-            self._executor = None
+        with self._cond:
+            self._stop = True
+            self._background.clear()
+            self._cond.notify_all()
+        for worker in self._workers:
+            worker.join()
+        self._workers = []
         self._limit.restore_original_limits()
         return False
+
+    def _claim(self):
+        """The next task, foreground first (under the lock), or None."""
+        job = self._job
+        if job is not None and job[1] < len(job[0]):
+            job[1] += 1
+            return job[0][job[1] - 1], job
+        if self._background:
+            return self._background.popleft(), None
+        return None
+
+    def _call(self, task, job):
+        """Run a claimed task; account for it (and keep its error) under the lock."""
+        try:
+            task()
+        except BaseException as exc:  # raised again by run or wait_background
+            error = exc
+        else:
+            error = None
+        with self._cond:
+            if error is not None:
+                self._errors.append(error)
+            if job is None:
+                self._unfinished -= 1
+            else:
+                job[2] -= 1
+            self._cond.notify_all()
+
+    def _worker(self):
+        while True:
+            with self._cond:
+                claimed = self._claim()
+                while claimed is None and not self._stop:
+                    self._cond.wait()
+                    claimed = self._claim()
+                if claimed is None:
+                    return
+            self._call(*claimed)
+
+    def _raise(self):
+        with self._cond:
+            errors, self._errors = self._errors, []
+        if errors:
+            raise errors[0]
 
     def run(self, tasks):
         """Call every function of ``tasks``, spread over the threads.
 
-        Each thread takes the next task not yet taken until none is left; the
-        call returns when all are done and raises the first error met.
+        Each thread takes the next task not yet taken (before any background
+        task) until none is left; the call returns when all are done and
+        raises the first error met.
         """
-        if self._executor is None or len(tasks) < 2:
+        if not self._workers or len(tasks) < 2:
             for task in tasks:
                 task()
             return
-        counter = itertools.count()  # next() is atomic under the GIL
+        job = [tasks, 0, len(tasks)]
+        with self._cond:
+            self._job = job
+            self._cond.notify_all()
+        while True:
+            with self._cond:
+                if job[1] >= len(tasks):
+                    while job[2] > 0:
+                        self._cond.wait()
+                    self._job = None
+                    break
+                job[1] += 1
+                task = tasks[job[1] - 1]
+            self._call(task, job)
+        self._raise()
 
-        def work():
-            for k in counter:
-                if k >= len(tasks):
-                    return
-                tasks[k]()
+    def background(self, tasks):
+        """Queue ``tasks`` for the workers to run when no :meth:`run` needs them.
 
-        helpers = min(self.n_threads, len(tasks)) - 1
-        futures = [self._executor.submit(work) for _ in range(helpers)]
-        try:
-            work()
-        finally:
-            for future in futures:
-                future.result()
+        :meth:`wait_background` waits for them (without workers they run
+        there, on the calling thread).
+        """
+        with self._cond:
+            self._background.extend(tasks)
+            self._unfinished += len(tasks)
+            self._cond.notify_all()
+
+    def wait_background(self):
+        """Help with the queued background tasks, then wait until all are done."""
+        while True:
+            with self._cond:
+                if not self._background:
+                    while self._unfinished > 0:
+                        self._cond.wait()
+                    break
+                task = self._background.popleft()
+            self._call(task, None)
+        self._raise()
 
     def _pieces(self, rows, split):
         """Row bounds of the pieces of ``rows`` rows: one per thread if ``split``."""

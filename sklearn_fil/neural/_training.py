@@ -20,6 +20,7 @@ without noise).
 # Authors: The sklearn-fil developers
 # SPDX-License-Identifier: BSD-3-Clause
 
+import itertools
 import math
 from dataclasses import dataclass
 from numbers import Integral
@@ -33,7 +34,7 @@ from sklearn_fil.neural._network import (
     check_finite_norms,
     clip_factor,
 )
-from sklearn_fil.neural._noise import NoiseStreams, seed_sequence
+from sklearn_fil.neural._noise import NoiseStreams, block_bounds, seed_sequence
 
 
 def _read_only(array):
@@ -317,10 +318,6 @@ def _views(flat, layout):
     return [flat[o : o + math.prod(shape)].reshape(shape) for o, shape in layout]
 
 
-# The generator handed to the update kernel when no noise is drawn (never read).
-_NO_NOISE = np.random.Generator(np.random.SFC64(0))
-
-
 class NoisySGD:
     """The released update and the SGD step with momentum.
 
@@ -333,10 +330,11 @@ class NoisySGD:
 
     On NumPy the network's weights and biases become views of one flat
     vector (:func:`parameter_layout`), the clipped sums are written into
-    :attr:`grads` and each noise block's deviates, release and update are
-    one pass of :func:`~sklearn_fil.neural._kernels.noisy_sgd_block`, the
-    blocks spread over ``threads``. Other namespaces draw the same deviates
-    on the host and update on the device.
+    :attr:`grads`, the deviates are drawn into one buffer (by the idle
+    threads during the step, from :meth:`begin_step`) and the release and
+    update are one pass of :func:`~sklearn_fil.neural._kernels.noisy_sgd_block`
+    per block, spread over ``threads``. Other namespaces draw the same
+    deviates on the host and update on the device.
 
     Parameters
     ----------
@@ -417,6 +415,8 @@ class NoisySGD:
             )
         )
         self.flat_velocity = np.zeros(self.size if self.momentum else 0)
+        self.z = np.empty(self.size if self.noise is not None else 0)
+        self._drawn = False
 
     def detach(self, net):
         """Give the NumPy network its own arrays again (copies of the views)."""
@@ -445,20 +445,37 @@ class NoisySGD:
             return self._step_numpy(grads)
         return self._step_generic(net, grads)
 
+    def begin_step(self):
+        """Start drawing this step's noise on the idle threads (NumPy).
+
+        The workers draw the noise blocks while the step's single-threaded
+        work (activations, norms, clipping) runs, between the pieces of its
+        GEMMs; :meth:`step` waits for them. Optional: without it :meth:`step`
+        draws the noise itself. The deviates are the same either way.
+        """
+        if self.noise is not None and self.threads is not None and not self._drawn:
+            self.threads.background(self.noise.tasks(self.z))
+            self._drawn = True
+
     def _step_numpy(self, grads):
         if grads is None:
             self.flat_grads.fill(0.0)
         elif grads is not self.grads:
             for (gW, gb), (W, b) in zip(grads, self.grads, strict=True):
                 W[...], b[...] = gW, gb
-        std = self.sigma * self.C
-        blocks = self.noise.blocks if self.noise else [(_NO_NOISE, 0, self.size)]
+        if self.noise is not None:
+            if self._drawn:
+                self.threads.wait_background()
+            else:
+                self.noise.fill(self.z, self.threads)
+            self._drawn = False
+        std = self.sigma * self.C if self.noise is not None else 0.0
         tasks = [
-            lambda g=g, lo=lo, hi=hi: noisy_sgd_block(
-                g,
+            lambda lo=lo, hi=hi: noisy_sgd_block(
                 lo,
                 hi,
                 std,
+                self.z,
                 self.flat_grads,
                 self.params,
                 self.flat_velocity,
@@ -468,7 +485,7 @@ class NoisySGD:
                 self.momentum,
                 self.alpha,
             )
-            for g, lo, hi in blocks
+            for lo, hi in itertools.pairwise(block_bounds(self.size))
         ]
         if self.threads is None:
             for task in tasks:

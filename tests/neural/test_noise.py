@@ -105,31 +105,52 @@ def test_fill_is_standard_normal_and_uncorrelated():
 
 
 def test_fused_update_is_the_written_out_step():
-    # release, decay (weights only), momentum and step against NumPy, with
-    # the deviates from NumPy's generator
+    # release, decay (weights only), momentum and step against NumPy
     rng = np.random.default_rng(0)
     size, n_decayed, std = 1000, 700, 0.7
-    grads, params, velocity = (rng.standard_normal(size) for _ in range(3))
-    z = np.random.Generator(np.random.SFC64(5)).standard_normal(size)
-    released = (grads + std * z) / 32.0
-    update = released + 0.01 * params * (np.arange(size) < n_decayed)
-    v = 0.9 * velocity + update
-    want_params = params - 0.1 * v
-    g = np.random.Generator(np.random.SFC64(5))
-    got_grads, got_params, got_velocity = grads.copy(), params.copy(), velocity.copy()
-    for lo, hi in [(0, 400), (400, size)]:  # two calls continue one stream
-        noisy_sgd_block(
-            g, lo, hi, std, got_grads, got_params, got_velocity, n_decayed, 32.0,
-            0.1, 0.9, 0.01,
-        )  # fmt: skip
-    assert_allclose(got_grads, released, rtol=1e-15)
-    assert_allclose(got_velocity, v, rtol=1e-14)
-    assert_allclose(got_params, want_params, rtol=1e-14)
-    # no noise: no deviate drawn
-    g = np.random.Generator(np.random.SFC64(5))
-    noisy_sgd_block(g, 0, 10, 0.0, grads.copy(), params.copy(), np.empty(0), 0, 1.0,
-                    0.1, 0.0, 0.0)  # fmt: skip
-    assert g.standard_normal() == z[0]
+    grads, params, velocity, z = (rng.standard_normal(size) for _ in range(4))
+    decay = 0.01 * (np.arange(size) < n_decayed)
+    for momentum in (0.0, 0.9):
+        released = (grads + std * z) / 32.0
+        v = momentum * velocity + released + decay * params
+        want_params = params - 0.1 * v
+        got_grads, got_params, got_v = grads.copy(), params.copy(), velocity.copy()
+        for lo, hi in [(0, 400), (400, size)]:  # blocks on both sides of 700
+            noisy_sgd_block(
+                lo, hi, std, z, got_grads, got_params, got_v, n_decayed, 32.0,
+                0.1, momentum, 0.01,
+            )  # fmt: skip
+        assert_allclose(got_grads, released, rtol=1e-15)
+        assert_allclose(got_params, want_params, rtol=1e-14, atol=1e-15)
+        if momentum:
+            assert_allclose(got_v, v, rtol=1e-14)
+    # no noise: the (empty) noise array is not read
+    got_grads, got_params = grads.copy(), params.copy()
+    noisy_sgd_block(0, size, 0.0, np.empty(0), got_grads, got_params, np.empty(0),
+                    0, 4.0, 0.1, 0.0, 0.0)  # fmt: skip
+    assert_allclose(got_params, params - 0.1 * grads / 4.0, rtol=1e-15)
+
+
+def test_background_tasks_run_once_and_errors_reach_the_caller():
+    with StepThreads(2) as threads:
+        out = np.zeros(16)
+
+        def mark(k):
+            out[k] += 1.0
+
+        threads.background([lambda k=k: mark(k) for k in range(8)])
+        threads.run([lambda k=k: mark(k) for k in range(8, 16)])
+        threads.wait_background()
+        assert_array_equal(out, np.ones(16))
+
+        def fail():
+            raise RuntimeError("task failed")
+
+        threads.background([fail])
+        with pytest.raises(RuntimeError, match="task failed"):
+            threads.wait_background()
+        with pytest.raises(RuntimeError, match="task failed"):
+            threads.run([fail, lambda: None])
 
 
 def _zero_feature_fit(sigma, C, seed, steps=3, **params):
