@@ -223,23 +223,32 @@ class Network(DenseNetwork):
             rows = None
         if self.xp is not np:
             return super().forward(X)
-        matmul = np.matmul if self.threads is None else self.threads.matmul
+        threads = self.threads
         n = X.shape[0] if rows is None else rows.size
         last = len(self.coefs) - 1
         acts, a = [], X
         for layer, (W, b) in enumerate(zip(self.coefs, self.intercepts, strict=True)):
-            out = (
-                None
-                if layer == last
-                else self._scratch(("act", layer), (n, W.shape[1]))
-            )
-            if rows is not None and layer == 0:
-                a, z = self.threads.gather_matmul(X, rows, W, out=out)
+            if layer == last:
+                out, then = None, None
+            else:  # each thread adds the bias and activates its rows
+                out = self._scratch(("act", layer), (n, W.shape[1]))
+
+                def then(z, b=b):
+                    z += b
+                    self._activate_in_place(z)
+
+            if threads is None:
+                z = np.matmul(a, W, out=out)
+                if then is not None:
+                    then(z)
+            elif rows is not None and layer == 0:
+                a, z = threads.gather_matmul(X, rows, W, out=out, then=then)
             else:
-                z = matmul(a, W, out=out)
+                z = threads.matmul(a, W, out=out, then=then)
             acts.append(a)
-            z += b
-            a = z if layer == last else self._activate_in_place(z)
+            if layer == last:
+                z += b
+            a = z
         return acts, a
 
     def backpropagate(self, acts, output):

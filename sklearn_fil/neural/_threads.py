@@ -219,17 +219,22 @@ class StepThreads:
         bounds = [rows * k // n for k in range(n + 1)]
         return list(itertools.pairwise(bounds))
 
-    def matmul(self, a, b, out=None):
-        """``a @ b``, its rows split over the threads (``out``: where to write)."""
+    def matmul(self, a, b, out=None, then=None):
+        """``a @ b``, its rows split over the threads (``out``: where to write).
+
+        ``then(rows)``, if given, is called by each thread on its rows of the
+        product (a slice of ``out``) once they are computed.
+        """
         if out is None:
             out = np.empty((a.shape[0], b.shape[1]), dtype=np.result_type(a, b))
+
+        def piece(lo, hi):
+            np.matmul(a[lo:hi], b, out=out[lo:hi])
+            if then is not None:
+                then(out[lo:hi])
+
         pieces = self._pieces(a.shape[0], a.size * b.shape[1] >= MIN_SPLIT_WORK)
-        self.run(
-            [
-                lambda lo=lo, hi=hi: np.matmul(a[lo:hi], b, out=out[lo:hi])
-                for lo, hi in pieces
-            ]
-        )
+        self.run([lambda lo=lo, hi=hi: piece(lo, hi) for lo, hi in pieces])
         return out
 
     def matmul_t(self, a, b, out):
@@ -243,11 +248,12 @@ class StepThreads:
         )
         return out
 
-    def gather_matmul(self, X, indices, b, out=None, key="rows"):
+    def gather_matmul(self, X, indices, b, out=None, then=None, key="rows"):
         """``X[indices]`` and ``X[indices] @ b``, each thread its rows of both.
 
         The gathered rows go to :meth:`buffer` ``key`` and are multiplied
-        while in the thread's cache (one hand-over instead of two).
+        while in the thread's cache (one hand-over instead of two); ``then``
+        as in :meth:`matmul`.
 
         Returns
         -------
@@ -263,6 +269,8 @@ class StepThreads:
         def piece(lo, hi):
             np.take(X, indices[lo:hi], axis=0, out=rows[lo:hi], mode="clip")
             np.matmul(rows[lo:hi], b, out=out[lo:hi])
+            if then is not None:
+                then(out[lo:hi])
 
         self.run(
             [
