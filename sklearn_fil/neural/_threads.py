@@ -3,16 +3,19 @@
 A DP-SGD step on the host is two small GEMMs (the batch's forward pass and
 its clipped sum) between pieces of single-threaded work (activations,
 per-example norms, the noisy update). With BLAS on several threads, its pool
-threads keep spinning after each GEMM (OpenBLAS: for about 2**28 cycles, a
-tenth of a second) and take the cores from the work that follows; on a
-shared machine a GEMM split statically over BLAS threads also waits for the
-slowest one. :class:`StepThreads` runs the training loop with BLAS on one
-thread and splits the GEMMs (by rows of their output) and the noise (by its
-fixed blocks, see :class:`~sklearn_fil.neural._noise.NoiseStreams`) over its
-own threads, which sleep when idle. On 2 cores, a step of the 784 -> 256 -> 1
-MLP took 7.7 ms this way against 19 ms with BLAS on two threads, measured
-alternately under a load of about 3.5 from other jobs (on a quiet machine
-both took about 4 ms).
+threads keep spinning after each GEMM (OpenBLAS: measured, a whole core for
+the next 50 ms) and take the cores from the work that follows; on a shared
+machine a GEMM split statically over BLAS threads also waits for the slowest
+one. :class:`StepThreads` runs the training loop with BLAS on one thread and
+splits the GEMMs (by rows of their output, each thread then adding the bias
+and activating its rows) and the update over its own threads, which sleep
+when idle; they draw the step's noise (by its fixed blocks, see
+:class:`~sklearn_fil.neural._noise.NoiseStreams`) in the background while
+the caller runs the step's single-threaded work. On 2 cores, a step of the
+784 -> 256 -> 1 MLP took 7.7 ms with the GEMMs split this way against 19 ms
+with BLAS on two threads, measured alternately under a load of about 3.5
+from other jobs (on a quiet machine both took about 4 ms, before the
+background noise).
 
 It also keeps the step's scratch arrays (:meth:`StepThreads.buffer`): a
 fresh ``256 x 256`` float64 temporary costs about 0.1 ms in page faults
@@ -53,10 +56,11 @@ class StepThreads:
     """A pool of ``n_threads`` (the caller's included) for the DP-SGD loop.
 
     Used as a context manager: inside it every loaded BLAS runs on one
-    thread and ``n_threads - 1`` worker threads wait for :meth:`run`; on
-    exit the workers stop and BLAS gets its threads back. Results do not
-    depend on ``n_threads``: the pieces of a GEMM are the same sums, and each
-    noise block has its own generator.
+    thread and ``n_threads - 1`` worker threads wait for :meth:`run` (work
+    shared now) or :meth:`background` (work for idle moments); on exit the
+    workers stop and BLAS gets its threads back. Results do not depend on
+    ``n_threads``: the pieces of a GEMM are the same sums, and each noise
+    block has its own generator.
 
     Parameters
     ----------
