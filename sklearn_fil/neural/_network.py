@@ -142,8 +142,10 @@ def clipped_tangent_sq_norm(gg, g_dg, norms, c, dc, xp):
 _DIRECT_FLOOR = 2.0**-1000
 
 
-def _direct_norms(acts, deltas):
+def _direct_norms(acts, deltas, first_sq=None):
     """``||g_i||`` from plain sums of squares, or None where that is not exact.
+
+    ``first_sq``: the squared row norms of ``acts[0]`` when already known.
 
     ``||g_i||^2 = sum_l (||a_l,i||^2 + 1) ||delta_l,i||^2``, computed
     directly (NumPy). Overflow anywhere leaves a non-finite sum; underflow
@@ -156,8 +158,11 @@ def _direct_norms(acts, deltas):
     """
     with np.errstate(over="ignore", under="ignore", invalid="ignore"):
         sq = bound = None
-        for a, d in zip(acts, deltas, strict=True):
-            weight = np.einsum("ij,ij->i", a, a) + 1.0
+        for layer, (a, d) in enumerate(zip(acts, deltas, strict=True)):
+            a_sq = first_sq if layer == 0 and first_sq is not None else None
+            if a_sq is None:
+                a_sq = np.einsum("ij,ij->i", a, a)
+            weight = a_sq + 1.0
             term = weight * np.einsum("ij,ij->i", d, d)
             sq = term if sq is None else sq + term
             bound = weight if bound is None else np.maximum(bound, weight)
@@ -204,6 +209,9 @@ class Network(DenseNetwork):
     # overwritten by the next.
     threads = None
 
+    # The rows gathered by the last forward pass and their squared norms.
+    _gathered = None
+
     def _scratch(self, key, shape):
         """A reused scratch array while :attr:`threads` is set, else None."""
         return None if self.threads is None else self.threads.buffer(key, shape)
@@ -242,7 +250,11 @@ class Network(DenseNetwork):
                 if then is not None:
                     then(z)
             elif rows is not None and layer == 0:
-                a, z = threads.gather_matmul(X, rows, W, out=out, then=then)
+                x_sq = threads.buffer("x_sq", (n,))
+                a, z = threads.gather_matmul(
+                    X, rows, W, out=out, then=then, row_sq=x_sq
+                )
+                self._gathered = (a, x_sq)  # for grad_norms
             else:
                 z = threads.matmul(a, W, out=out, then=then)
             acts.append(a)
@@ -305,7 +317,9 @@ class Network(DenseNetwork):
         """
         xp = self.xp
         if xp is np:
-            norms = _direct_norms(acts, deltas)
+            gathered = self._gathered
+            x_sq = gathered[1] if gathered and gathered[0] is acts[0] else None
+            norms = _direct_norms(acts, deltas, x_sq)
             if norms is not None:
                 return norms
         layers = []

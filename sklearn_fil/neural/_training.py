@@ -450,11 +450,13 @@ class NoisySGD:
 
         The workers draw the noise blocks while the step's single-threaded
         work (activations, norms, clipping) runs, between the pieces of its
-        GEMMs; :meth:`step` waits for them. Optional: without it :meth:`step`
-        draws the noise itself. The deviates are the same either way.
+        GEMMs; :meth:`step` waits for them. Optional: without it (and for
+        noise of one block) :meth:`step` draws the noise itself. The
+        deviates are the same either way.
         """
-        if self.noise is not None and self.threads is not None and not self._drawn:
-            self.threads.background(self.noise.tasks(self.z))
+        noise, threads = self.noise, self.threads
+        if noise and threads and len(noise.blocks) > 1 and not self._drawn:
+            threads.background(noise.tasks(self.z))
             self._drawn = True
 
     def _step_numpy(self, grads):
