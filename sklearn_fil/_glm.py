@@ -68,6 +68,15 @@ def blas_threads():
     return max((lib.num_threads for lib in _blas_pools().lib_controllers), default=1)
 
 
+def pass_threads():
+    """Threads of a pass over the rows: the most BLAS or numba may run on now.
+
+    :func:`small_blas` limits BLAS alone: the kernels of a small report still
+    take every core.
+    """
+    return max(blas_threads(), numba.get_num_threads())
+
+
 def one_blas_thread():
     """Context in which every loaded BLAS runs on one thread."""
     return _blas_pools().limit(limits=1)
@@ -98,7 +107,7 @@ def row_parallel(func, n):
     """``[func(rows) for rows in segments]`` over fixed segments of ``range(n)``.
 
     The segments (slices of ``_SEGMENT_ROWS`` rows) are shared by as many
-    Python threads as BLAS has, in each of which BLAS and numba run on one
+    Python threads as BLAS or numba has, in each of which both run on one
     thread: on few cores two one-thread products on separate rows beat one
     two-thread product (a ``10**6 x 100`` Gram took 0.15-0.16 s so against
     0.25 s for NumPy's ``X.T @ X`` on 2 cores), and no pool is left spinning
@@ -107,7 +116,7 @@ def row_parallel(func, n):
     it.
     """
     segments = list(gen_batches(n, _SEGMENT_ROWS))
-    n_threads = min(blas_threads(), len(segments))
+    n_threads = min(pass_threads(), len(segments))
     if n_threads < 2:
         return [func(rows) for rows in segments]
     with (

@@ -149,7 +149,7 @@ def test_passes_across_segments_and_chunks(monkeypatch, n_threads):
     from sklearn_fil import _glm
 
     monkeypatch.setattr(_glm, "_SEGMENT_ROWS", 9)
-    monkeypatch.setattr(_glm, "blas_threads", lambda: n_threads)
+    monkeypatch.setattr(_glm, "pass_threads", lambda: n_threads)
     monkeypatch.setattr(report_module, "_CHUNK_BYTES", 8 * 3 * 4)
     rng = np.random.default_rng(7)
     X = rng.standard_normal((50, 3)) * [1.0, 1e3, 1e-3] + [5.0, -2e3, 0.0]

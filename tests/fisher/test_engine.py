@@ -429,7 +429,7 @@ def test_parallel_segments_give_the_one_pass_report(monkeypatch, loss):
     groups = np.arange(problem["X"].shape[0]) % 3
     res = run_engine(problem, groups=groups)
     monkeypatch.setattr(_glm, "_SEGMENT_ROWS", 11)
-    monkeypatch.setattr(_glm, "blas_threads", lambda: 2)
+    monkeypatch.setattr(_glm, "pass_threads", lambda: 2)
     width = 2 * problem["X"].shape[1] + 1  # about the GEMM's columns
     monkeypatch.setattr(_engine, "_BLOCK_BYTES", 8 * width * 4)
     assert_reports_close(run_engine(problem, groups=groups), res, rtol=1e-12)

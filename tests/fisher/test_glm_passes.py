@@ -56,10 +56,10 @@ def test_row_parallel_results_do_not_depend_on_the_threads(monkeypatch):
         return real(n_threads, **kwargs)
 
     monkeypatch.setattr(_glm, "ThreadPoolExecutor", spy)
-    monkeypatch.setattr(_glm, "blas_threads", lambda: 1)
+    monkeypatch.setattr(_glm, "pass_threads", lambda: 1)
     one = _glm.weighted_grams(X, [w, np.ones(10_500)], True)
     assert seen == []  # one thread: no pool
-    monkeypatch.setattr(_glm, "blas_threads", lambda: 2)
+    monkeypatch.setattr(_glm, "pass_threads", lambda: 2)
     two = _glm.weighted_grams(X, [w, np.ones(10_500)], True)
     assert seen == [2]
     for a, b in zip(one, two, strict=True):
