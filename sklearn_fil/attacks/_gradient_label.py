@@ -437,9 +437,8 @@ class GradientLabelAttack(BaseEstimator):
     ...                       per_instance_accounting=False, random_state=0)
     >>> step = clf.fit(X, y).recorded_steps_[0]
     >>> attack = GradientLabelAttack(clf.release(), variant="last_hidden")
-    >>> attack.fit(X, step).labels_
-    array([0, 0, 0, 1, 1, 0, 0, 1])
-    >>> bool(np.all(attack.labels_ == y[step.indices]))
+    >>> labels = attack.fit(X, step).labels_
+    >>> bool(np.all(labels == y[step.indices]))  # every label of the batch
     True
 
     With more examples than equations nothing is determined:
