@@ -562,12 +562,13 @@ def _example_sums(problem, private_label, groups, same_gram):
                 float(omega2[idx] @ (r[idx] ** 2)),
             )
     # the Grams this report needs, in one pass over the rows
-    weights = {"C2": None if same_gram else cc}
+    weights = {}
+    if not same_gram:
+        weights["C2"] = cc
     if private_label and problem.loss != "squared":
         weights["C0"] = omega2
     if problem.loss_hessian is None:
         weights["hess"] = omega * c
-    weights = {key: w for key, w in weights.items() if w is not None}
     grams = dict(zip(weights, problem.grams(list(weights.values())), strict=True))
     return _Sums(
         n_eff=float(omega.sum()),
