@@ -128,6 +128,12 @@ def row_parallel(func, n):
         return list(pool.map(func, segments))
 
 
+def row_blocks(rows, size):
+    """Slices of at most ``size`` rows covering the slice ``rows``, in order."""
+    for lo in range(rows.start, rows.stop, size):
+        yield slice(lo, min(lo + size, rows.stop))
+
+
 def weighted_gram(X, weights, has_intercept):
     """``X~^T diag(weights) X~`` for ``X~ = [X, 1]`` (weights >= 0).
 
@@ -155,15 +161,14 @@ def weighted_grams(X, weights, has_intercept):
     def segment(rows):
         grams = np.zeros((len(weights), p, p))
         buffer = np.empty((min(block, rows.stop - rows.start), d))
-        for lo in range(rows.start, rows.stop, block):
-            sl = slice(lo, min(lo + block, rows.stop))
+        for sl in row_blocks(rows, block):
             Xb = np.ascontiguousarray(X[sl])  # a copy only of strided rows
             for gram, w, plain in zip(grams, weights, unit, strict=True):
                 if plain:
                     A, col = Xb, Xb.sum(axis=0)
                 else:
                     sw = np.sqrt(w[sl])
-                    A = np.multiply(Xb, sw[:, None], out=buffer[: sl.stop - lo])
+                    A = np.multiply(Xb, sw[:, None], out=buffer[: len(Xb)])
                     col = A.T @ sw
                 gram[:d, :d] += A.T @ A
                 if has_intercept:

@@ -61,6 +61,7 @@ from sklearn_fil._glm import (
     SPDFactor,
     augment_rmatvec,
     penalty,
+    row_blocks,
     row_parallel,
     weighted_gram,
 )
@@ -217,8 +218,7 @@ def _closed_form(problem, sensitivity, shifts=None):
     block = max(1, _CACHE_BYTES // (8 * p))
 
     def segment(rows):
-        for lo in range(rows.start, rows.stop, block):
-            sl = slice(lo, min(lo + block, rows.stop))
+        for sl in row_blocks(rows, block):
             coef, C, _ = problem.one_step(sl)
             sensitivity[sl] = np.abs(coef) * np.sqrt(np.einsum("ij,ij->i", C, C))
             if shifts is not None:

@@ -67,7 +67,7 @@ import pandas as pd
 import scipy.sparse as sp
 from sklearn.utils.sparsefuncs import mean_variance_axis
 
-from sklearn_fil._glm import row_parallel
+from sklearn_fil._glm import row_blocks, row_parallel
 from sklearn_fil.utils._dask import is_dask
 
 # Bytes of the per-chunk temporary of the passes over an n x d block: small
@@ -81,9 +81,8 @@ def _squared_chunks(A, shift=None, rows=slice(None)):
     d = A.shape[1]
     size = min(stop - start, max(1, _CHUNK_BYTES // (8 * max(d, 1))))
     buffer = np.empty((size, d))
-    for lo in range(start, stop, max(size, 1)):
-        chunk = slice(lo, min(lo + size, stop))
-        block = buffer[: chunk.stop - lo]
+    for chunk in row_blocks(slice(start, stop), max(size, 1)):
+        block = buffer[: chunk.stop - chunk.start]
         if shift is None:
             np.multiply(A[chunk], A[chunk], out=block)
         else:

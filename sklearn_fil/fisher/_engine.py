@@ -785,8 +785,7 @@ def _per_example_pass(problem, rotations):
         Z = None
         if not issparse(X):
             Z = np.empty((min(block, rows.stop - rows.start), width))
-        for lo in range(rows.start, rows.stop, block):
-            sl = slice(lo, min(lo + block, rows.stop))
+        for sl in _glm.row_blocks(rows, block):
             rotations.run(
                 X, sl, Z, r[sl], c[sl], omega2[sl], fil[sl], dfil[sl], attribute_fil[sl]
             )
