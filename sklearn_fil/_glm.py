@@ -41,8 +41,12 @@ SINGULAR_RTOL = 1e3 * np.finfo(np.float64).eps
 # 1024 x 1024 eigh, a fit on 3 * 10^5 x 100 data).
 SMALL_WORK = 5e8
 # Bytes of the rows of a weighted Gram scaled at a time by one thread, into a
-# reused buffer: they stay in its L2 cache between the scaling and the product.
-_GRAM_BLOCK_BYTES = 2 * 2**20
+# reused buffer: they stay in its L2 cache between the scaling and the product
+# (at 10^6 x 100 on 2 cores: 0.21 s for 512 KiB, 0.24 s for 2 MiB), but never
+# fewer than _GRAM_MIN_ROWS, below which BLAS's SYRK slows on wide data (at
+# d = 500: 0.80 s for 131 rows, 0.56 s for 524).
+_GRAM_BLOCK_BYTES = 2**19
+_GRAM_MIN_ROWS = 512
 # Rows of a segment of a row-parallel pass (row_parallel): each segment's sum
 # is its own, and the segments' sums are added in order.
 _SEGMENT_ROWS = 2**15
@@ -156,16 +160,17 @@ def weighted_grams(X, weights, has_intercept):
     n, d = X.shape
     p = d + has_intercept
     unit = [bool(np.all(w == 1.0)) for w in weights]
-    block = max(1, _GRAM_BLOCK_BYTES // (8 * d))
+    block = max(_GRAM_BLOCK_BYTES // (8 * d), _GRAM_MIN_ROWS)
 
     def segment(rows):
         grams = np.zeros((len(weights), p, p))
-        buffer = np.empty((min(block, rows.stop - rows.start), d))
+        size = min(block, rows.stop - rows.start)
+        buffer, ones = np.empty((size, d)), np.ones(size)
         for sl in row_blocks(rows, block):
             Xb = np.ascontiguousarray(X[sl])  # a copy only of strided rows
             for gram, w, plain in zip(grams, weights, unit, strict=True):
-                if plain:
-                    A, col = Xb, Xb.sum(axis=0)
+                if plain:  # column sums by GEMV: 3x faster than Xb.sum(axis=0)
+                    A, col = Xb, Xb.T @ ones[: len(Xb)]
                 else:
                     sw = np.sqrt(w[sl])
                     A = np.multiply(Xb, sw[:, None], out=buffer[: len(Xb)])

@@ -27,6 +27,7 @@ def test_weighted_grams_in_blocks_equal_the_plain_products(monkeypatch, has_inte
     # blocks of 7 rows in segments of 25 (both with a short last one): every
     # row once, scaled once per weight vector, on strided rows too
     monkeypatch.setattr(_glm, "_GRAM_BLOCK_BYTES", 8 * 7 * 3)
+    monkeypatch.setattr(_glm, "_GRAM_MIN_ROWS", 7)
     monkeypatch.setattr(_glm, "_SEGMENT_ROWS", 25)
     rng = np.random.default_rng(0)
     X = rng.standard_normal((120, 3))
