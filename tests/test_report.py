@@ -70,8 +70,11 @@ def test_frame_equals_the_dict_construction(with_index, n_extra):
     assert list(new.columns) == list(old.columns)
     assert (new.dtypes == np.float64).all()
     assert new.index.equals(old.index) and new.index.name == old.index.name
-    # the attribute block is placed once: the report views the engine's array
+    # nothing is copied: the report views the engine's arrays and the extras
     assert np.shares_memory(new["fil[a0]"].to_numpy(), result.attribute_fil)
+    assert np.shares_memory(new["fil"].to_numpy(), result.fil)
+    if n_extra:
+        assert np.shares_memory(new["e0"].to_numpy(), extra["e0"])
     dict_built = privacy_report_frame(
         result.fil,
         result.dfil,
