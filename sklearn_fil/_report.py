@@ -60,8 +60,10 @@ to its variance; 1 is again what the training mean scores on average.
 # Authors: The sklearn-fil developers
 # SPDX-License-Identifier: BSD-3-Clause
 
+import functools
 from collections.abc import Mapping
 
+import numba
 import numpy as np
 import pandas as pd
 import scipy.sparse as sp
@@ -291,27 +293,65 @@ def attribute_sizes(attributes):
 def _column_moments(X, sample_weight):
     """``(sum of weights, column means, squared deviations)`` of dense or sparse ``X``.
 
-    Weighted when ``sample_weight`` is given; two passes over a dense ``X``
-    (the means, then the deviations from them), no ``n x d`` temporary.
+    Weighted when ``sample_weight`` is given. A dense ``X`` is read once:
+    each cache-sized block's moments take two passes over it in cache
+    (:func:`_block_moments_kernel`), and the blocks' are merged by the update
+    of Chan, Golub & LeVeque (:func:`_merge_moments`), in row order whatever
+    the threads (:func:`~sklearn_fil._glm.row_parallel`).
     """
     n = X.shape[0]
     weight = np.ones(n) if sample_weight is None else sample_weight
-    total = float(weight.sum())
     if sp.issparse(X):
         if X.format not in ("csr", "csc"):
             X = X.tocsr()
         mean, var = mean_variance_axis(X, axis=0, weights=sample_weight)
+        total = float(weight.sum())
         return total, np.asarray(mean), np.asarray(var) * total
     X = np.asarray(X, dtype=np.float64)
-    mean = (weight @ X) / total
+    weight = np.ascontiguousarray(weight, dtype=np.float64)
+    block = max(1, _CHUNK_BYTES // (8 * max(X.shape[1], 1)))
 
     def segment(rows):
-        squares = np.zeros(X.shape[1])
-        for chunk, block in _squared_chunks(X, mean, rows):
-            squares += weight[chunk] @ block
-        return squares
+        return _block_moments_kernel(X, weight, rows.start, rows.stop, block)
 
-    return total, mean, sum(row_parallel(segment, n), np.zeros(X.shape[1]))
+    return functools.reduce(_merge_moments, row_parallel(segment, n))
+
+
+@numba.njit(cache=True, nogil=True)
+def _block_moments_kernel(X, weight, start, stop, block):
+    """``(sum of weights, means, squared deviations)`` of the rows ``start:stop``.
+
+    Blocks of ``block`` rows: their weighted means, then the squared
+    deviations from them while the block is in cache, merged as in
+    :func:`_merge_moments`. Zero-weight blocks add nothing.
+    """
+    d = X.shape[1]
+    total = 0.0
+    mean, m2 = np.zeros(d), np.zeros(d)
+    b_mean, b_m2 = np.empty(d), np.empty(d)
+    for lo in range(start, stop, block):
+        hi = min(lo + block, stop)
+        b_total = 0.0
+        b_mean[:] = 0.0
+        for i in range(lo, hi):
+            b_total += weight[i]
+            for j in range(d):
+                b_mean[j] += weight[i] * X[i, j]
+        if b_total == 0.0:
+            continue
+        b_mean /= b_total
+        b_m2[:] = 0.0
+        for i in range(lo, hi):
+            for j in range(d):
+                t = X[i, j] - b_mean[j]
+                b_m2[j] += weight[i] * t * t
+        new_total = total + b_total
+        for j in range(d):
+            shift = b_mean[j] - mean[j]
+            m2[j] += b_m2[j] + shift * shift * (total * b_total / new_total)
+            mean[j] += shift * (b_total / new_total)
+        total = new_total
+    return total, mean, m2
 
 
 def attribute_variances(X, y, attributes, sample_weight=None):

@@ -157,6 +157,7 @@ def test_passes_across_segments_and_chunks(monkeypatch, n_threads):
     rng = np.random.default_rng(7)
     X = rng.standard_normal((50, 3)) * [1.0, 1e3, 1e-3] + [5.0, -2e3, 0.0]
     weight = rng.uniform(0.0, 2.0, 50)
+    weight[12:20] = 0.0  # two whole chunks without weight
     got = attribute_variances(X, None, [(0,), (1,), (2,)], sample_weight=weight)
     mean = np.average(X, axis=0, weights=weight)
     expected = np.average((X - mean) ** 2, axis=0, weights=weight)
