@@ -8,10 +8,16 @@ switch is read when numba is first imported, so the tests run in a fresh
 interpreter.
 """
 
+import math
 import os
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
+
+from sklearn_fil.accounting import _kernels as accounting_kernels
+from sklearn_fil.accounting import gaussian_epsilon
 
 TESTS = Path(__file__).parent
 
@@ -57,3 +63,20 @@ def test_kernel_tests_pass_with_numba_disabled():
     )
     assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-2000:]
     assert " passed" in result.stdout
+
+
+def test_gaussian_newton_bisects_where_the_curve_underflows():
+    # At mu = 2e-10 (8 mu0 for delta = 1e-11) the bracket's top eps = 1e-8
+    # is 50 mu: both terms of delta(eps) underflow to 0. Compiled, log(0)
+    # is -inf and the NaN step falls back to bisection; in plain Python
+    # math.log(0) raises, so the kernel must skip the step itself.
+    delta, mu, top = 1e-11, 2e-10, 1e-8
+    assert accounting_kernels.delta_curve(top, mu) == (0.0, 0.0)
+    args = (top, mu, delta, math.log(delta), 0.0, top, 0.0)
+    newton = accounting_kernels.newton
+    eps = getattr(newton, "py_func", newton)(*args)[0]  # this test's process
+    assert eps == pytest.approx(newton(*args)[0], rel=1e-12)
+    # the root to the conditioning of the curve (delta(eps) is the
+    # difference of two numbers near Phi(-1.26)): dp-accounting's inversion
+    ref = gaussian_epsilon(sigma=1.0, sensitivity=mu, delta=delta)
+    assert eps == pytest.approx(ref, rel=1e-5)

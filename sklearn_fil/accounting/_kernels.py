@@ -177,7 +177,12 @@ def newton(eps, mu, delta, log_delta, lo, hi, accept):
             off = abs(delta - value - accept * slope)
             if off <= max(0.5 * accept * slope, 2.0 * ROUNDING * (value + 2.0 * slope)):
                 return eps, value, slope, True
-        new = eps + (math.log(value) - log_delta) * value / slope
+        if value > 0.0:
+            new = eps + (math.log(value) - log_delta) * value / slope
+        else:
+            # delta(eps) underflowed (or is NaN): no Newton step, bisection
+            # below; written out, as log(0) raises in plain Python
+            new = np.nan
         step = abs(new - eps)
         inside = new >= lo and new <= hi
         if not inside:
