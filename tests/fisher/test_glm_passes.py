@@ -84,6 +84,30 @@ def test_the_kept_margin_follows_the_weights():
     assert passes.objective(w1) == pytest.approx(objective(w1), rel=1e-13)
 
 
+@pytest.mark.parametrize("n_threads", [1, 2])
+@pytest.mark.parametrize("has_intercept", [True, False])
+def test_gradient_in_one_read_equals_two_passes(monkeypatch, n_threads, has_intercept):
+    # segments of 9 rows (a short last one) on one or two threads: the
+    # gradient at new weights, and the margins it keeps for the objective
+    monkeypatch.setattr(_glm, "_SEGMENT_ROWS", 9)
+    monkeypatch.setattr(_glm, "pass_threads", lambda: n_threads)
+    rng = np.random.default_rng(3)
+    X = rng.standard_normal((50, 3)) * [1.0, 1e3, 1e-3]
+    y = (rng.uniform(size=50) < 0.5).astype(float)
+    omega = rng.uniform(0.0, 2.0, 50)
+    passes = _glm.RowPasses(X, y, omega, "logistic", has_intercept)
+    w = np.array([0.3, -2e-4, 50.0, 0.1])[: 3 + has_intercept]
+    m = X @ w[:3] + (w[3] if has_intercept else 0.0)
+    v = omega * (1.0 / (1.0 + np.exp(-m)) - y)
+    expected = X.T @ v
+    if has_intercept:
+        expected = np.append(expected, v.sum())
+    assert_allclose(passes.gradient(w), expected, rtol=1e-13, atol=1e-13)
+    assert_allclose(passes.margin(w), m, rtol=1e-14)
+    objective = float(omega @ (np.logaddexp(0.0, m) - y * m))
+    assert passes.objective(w) == pytest.approx(objective, rel=1e-13)
+
+
 def test_small_blas_limits_and_restores_threads():
     before = _blas_threads()
     p = 11
