@@ -54,6 +54,11 @@ def test_kernel_tests_pass_with_numba_disabled():
             str(TESTS / "fisher" / "test_reference.py"),
             str(TESTS / "fisher" / "test_monte_carlo.py"),
             str(TESTS / "neural" / "test_network.py"),
+            # DP-SGD's noise streams and fused step (whole file, ~10 s
+            # interpreted) and the per-instance Gaussian epsilon (~20 s)
+            str(TESTS / "neural" / "test_noise.py"),
+            str(TESTS.parent / "sklearn_fil" / "neural" / "_noise.py"),
+            str(TESTS / "accounting" / "test_per_instance_gaussian.py"),
         ],
         cwd=TESTS.parent,
         env=env,
