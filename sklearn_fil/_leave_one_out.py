@@ -49,6 +49,7 @@ themselves are subtracted from their gradients on the stored values.
 import warnings
 from dataclasses import dataclass
 
+import numba
 import numpy as np
 from scipy import sparse
 from scipy.special import expit
@@ -59,7 +60,6 @@ from sklearn_fil._glm import (
     SINGULAR_RTOL,
     RowPasses,
     SPDFactor,
-    augment_rmatvec,
     penalty,
     row_blocks,
     row_parallel,
@@ -156,28 +156,35 @@ def leave_one_out(
     """
     n, d = X.shape
     p = d + fit_intercept
+    w = np.asarray(w, dtype=np.float64)
     family = LOSSES[loss]
     reg = penalty(p, omega.sum(), lam, fit_intercept, penalize_intercept)
-
-    def margins(v):
-        return X @ v[:d] + (v[d] if fit_intercept else 0.0)
-
-    r, c = family.derivatives(margins(w), y)
+    passes = RowPasses(X, y, omega, loss, fit_intercept)
+    gradient = passes.gradient(w)  # keeps the margins at w
+    # the weighted curvatures; the squared loss's are the weights
+    kappa = omega
+    if loss != "squared":
+        kappa = omega * family.derivatives(passes.margin(w), y)[1]
     if hessian is None:
-        hessian = weighted_gram(X, omega * c, fit_intercept)
+        hessian = weighted_gram(X, kappa, fit_intercept)
         hessian[np.diag_indices(p)] += reg
     factor = SPDFactor(hessian)
     # one Newton step from w: the exact minimiser to second order
-    w_hat = w - factor.solve(augment_rmatvec(X, omega * r, fit_intercept) + reg * w)
-    m_hat = margins(w_hat)
+    w_hat = w - factor.solve(gradient + reg * w)
+    shifts = np.zeros((n, p)) if return_shifts else None
+    if loss == "squared" and not sparse.issparse(X):
+        sensitivity, singular = _dense_closed_form(
+            X, y, omega, w_hat, factor.inverse(), fit_intercept, shifts
+        )
+        return _result(sensitivity, singular, w_hat, shifts, 1)
+    m_hat = X @ w_hat[:d] + (w_hat[d] if fit_intercept else 0.0)
     r_hat, _ = family.derivatives(m_hat, y)
     problem = _Problem(
-        X, omega, reg, fit_intercept, factor.inverse(), m_hat, r_hat, omega * c, loss
+        X, omega, reg, fit_intercept, factor.inverse(), m_hat, r_hat, kappa, loss
     )
-    shifts = np.zeros((n, p)) if return_shifts else None
     sensitivity = np.empty(n)
     if loss == "squared":
-        _closed_form(problem, sensitivity, shifts)
+        _sparse_closed_form(problem, sensitivity, shifts)
         n_iter = 1
     else:
         n_iter = 0
@@ -198,18 +205,85 @@ def leave_one_out(
                 ConvergenceWarning,
                 stacklevel=2,
             )
-    singular = problem.singular
+    return _result(sensitivity, problem.singular, w_hat, shifts, n_iter)
+
+
+def _result(sensitivity, singular, w_hat, shifts, n_iter):
+    """:class:`LeaveOneOut`, with ``inf`` (and NaN shifts) where singular."""
     sensitivity[singular] = np.inf
-    if return_shifts:
+    if shifts is not None:
         shifts[singular] = np.nan
     return LeaveOneOut(sensitivity, w_hat, shifts, n_iter)
 
 
-def _closed_form(problem, sensitivity, shifts=None):
-    """The squared loss's exact ``Delta_i`` (and shifts) of every row of ``problem``.
+def _dense_closed_form(X, y, omega, w_hat, H_inv, has_b, shifts=None):
+    """The squared loss's exact ``Delta_i`` (and shifts) of every row of dense ``X``.
+
+    One GEMM per cache-sized block gives the rows ``H^-1 x~_i`` and, in a
+    last column, the margins at ``w_hat``; one numba pass over the block
+    then takes the leverages, the norms and ``Delta_i``
+    (:func:`_squared_loo_rows`). The blocks run in parallel
+    (:func:`~sklearn_fil._glm.row_parallel`). Returns ``(Delta, singular)``:
+    ``singular`` marks the rows whose removal leaves a singular Hessian.
+    """
+    n, d = X.shape
+    p = d + has_b
+    rot = np.column_stack([H_inv[:d], w_hat[:d]])
+    offset = np.append(H_inv[d], w_hat[d]) if has_b else np.zeros(p + 1)
+    y = np.asarray(y, dtype=np.float64)
+    coef, norm = np.empty(n), np.empty(n)
+    singular = np.zeros(n, dtype=bool)
+    block = max(1, _CACHE_BYTES // (8 * (p + 1)))
+
+    def segment(rows):
+        buffer = np.empty((min(block, rows.stop - rows.start), p + 1))
+        for sl in row_blocks(rows, block):
+            Z = np.matmul(X[sl], rot, out=buffer[: sl.stop - sl.start])
+            _squared_loo_rows(
+                X[sl], Z, offset, y[sl], omega[sl], coef[sl], norm[sl], singular[sl]
+            )
+            if shifts is not None:
+                shifts[sl] = coef[sl, None] * (Z[:, :p] + offset[:p])
+
+    row_parallel(segment, n)
+    return np.abs(coef) * norm, singular
+
+
+@numba.njit(cache=True, nogil=True)
+def _squared_loo_rows(X, Z, offset, y, omega, coef, norm, singular):
+    """``coef_i = omega_i r_i / (1 - omega_i h_i)`` and ``norm_i = ||H^-1 x~_i||``.
+
+    ``Z + offset`` holds the rows ``[H^-1 x~_i, x~_i^T w_hat]`` (the offset is
+    the intercept's part), so ``h_i = x~_i^T H^-1 x~_i`` and ``r_i`` come
+    from the row and ``X[i]``; ``Delta_i = |coef_i| norm_i`` (module
+    docstring). A denominator at most ``SINGULAR_RTOL`` marks the row
+    singular (``coef_i = 0``).
+    """
+    d = X.shape[1]
+    p = Z.shape[1] - 1
+    for i in range(X.shape[0]):
+        leverage = 0.0
+        norm2 = 0.0
+        for k in range(d):
+            c = Z[i, k] + offset[k]
+            leverage += X[i, k] * c
+            norm2 += c * c
+        for k in range(d, p):  # the intercept's: x~_ik = 1
+            c = Z[i, k] + offset[k]
+            leverage += c
+            norm2 += c * c
+        den = 1.0 - omega[i] * leverage
+        r = Z[i, p] + offset[p] - y[i]
+        singular[i] = den <= SINGULAR_RTOL
+        coef[i] = 0.0 if singular[i] else omega[i] * r / den
+        norm[i] = np.sqrt(norm2)
+
+
+def _sparse_closed_form(problem, sensitivity, shifts=None):
+    """:func:`_dense_closed_form` of the CSR rows of ``problem``.
 
     Blocks of rows whose ``n x p`` temporaries stay in cache: the passes after
-    the GEMM are memory-bound. The blocks run in parallel
+    the sparse product are memory-bound. The blocks run in parallel
     (:func:`~sklearn_fil._glm.row_parallel`), each row written once. Rows
     whose removal leaves a singular Hessian are marked in
     ``problem.singular`` (their value here is finite).
@@ -244,24 +318,11 @@ class SquaredRefits:
     fit_intercept: bool
 
     def sensitivity(self, X, y, omega):
-        """``Delta_i`` of the rows ``X`` (a block), ``inf`` where singular."""
-        d = X.shape[1]
-        m_hat = X @ self.w_hat[:d] + (self.w_hat[d] if self.fit_intercept else 0.0)
-        r_hat, c = LOSSES["squared"].derivatives(m_hat, y)
-        problem = _Problem(
-            X,
-            omega,
-            self.reg,
-            self.fit_intercept,
-            self.H_inv,
-            m_hat,
-            r_hat,
-            omega * c,
-            "squared",
+        """``Delta_i`` of the rows ``X`` (a dense block), ``inf`` where singular."""
+        sensitivity, singular = _dense_closed_form(
+            X, y, omega, self.w_hat, self.H_inv, self.fit_intercept
         )
-        sensitivity = np.empty(X.shape[0])
-        _closed_form(problem, sensitivity)
-        sensitivity[problem.singular] = np.inf
+        sensitivity[singular] = np.inf
         return sensitivity
 
 

@@ -131,7 +131,7 @@ def test_squared_closed_form_in_parallel_segments(monkeypatch, n_threads):
 
     monkeypatch.setattr(_glm, "_SEGMENT_ROWS", 7)
     monkeypatch.setattr(_glm, "pass_threads", lambda: n_threads)
-    monkeypatch.setattr(_leave_one_out, "_CACHE_BYTES", 8 * 5 * 3)
+    monkeypatch.setattr(_leave_one_out, "_CACHE_BYTES", 8 * 6 * 3)
     X, y, omega = make_data("squared", n=40, d=4, seed=3)
     ref, w_full = brute_force(X, y, omega, "squared", 0.05, True, False)
     res = leave_one_out(
