@@ -411,8 +411,8 @@ _LOSS_HESSIAN_RTOL = 1e-8
 def _check_loss_hessian(loss_hessian, problem):
     """``loss_hessian`` checked: shape, finite, symmetric, one column recomputed.
 
-    Column ``j = d // 2`` of ``X~^T diag(omega c) X~`` costs one product with
-    ``X`` (a ``p x p`` Gram costs ``p / 2`` of them), and catches a Hessian of
+    Column ``j = d // 2`` of ``X~^T diag(omega c) X~`` costs one read of
+    ``X`` (a ``p x p`` Gram costs ``p / 2`` products with it), and catches a Hessian of
     other data, other weights, another ``coef`` (logistic), or with the
     penalty added.
     """
@@ -432,8 +432,11 @@ def _check_loss_hessian(loss_hessian, problem):
     X, j = problem.X, problem.coef.size // 2
     _, c = problem.derivatives
     kappa = problem.omega * c
-    xj = X[:, [j]].toarray().ravel() if issparse(X) else X[:, j]
-    column = problem.rmatvec(kappa * xj)
+    if issparse(X):
+        column = problem.rmatvec(kappa * X[:, [j]].toarray().ravel())
+    else:  # one read of X
+        column = kernels.gram_column(X, kappa, j)
+        column = column if problem.has_b else column[:-1]
     # |sum_i kappa_i x_ij x_ik| <= sqrt(H_jj H_kk) (Cauchy-Schwarz, kappa >= 0)
     # bounds the terms, hence the rounding, of entry k
     err = np.abs(column - H[:, j])

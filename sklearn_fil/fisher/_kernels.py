@@ -886,3 +886,42 @@ def gradient_sums(X, u, v, w):
             for j in range(d):
                 out[k, j] += partial[blk, k, j]
     return out
+
+
+@numba.njit(cache=True, nogil=True, parallel=True)
+def gram_column(X, weights, j):
+    """``X^T (weights * X[:, j])`` and ``sum(weights * X[:, j])`` in one read of ``X``.
+
+    Column ``j`` of ``X~^T diag(weights) X~`` (``X~ = [X, 1]``): a strided
+    gather of ``X[:, j]`` and a product with ``X`` would read ``X`` twice.
+
+    Parameters
+    ----------
+    X : ndarray of shape (n, d)
+        Matrix, C-contiguous (rows are read in order).
+    weights : ndarray of shape (n,)
+        Row weights.
+    j : int
+        The column, ``0 <= j < d``.
+
+    Returns
+    -------
+    out : ndarray of shape (d + 1,)
+        The column's ``d`` entries over ``X``, then the intercept's.
+    """
+    n, d = X.shape
+    n_blocks = min(n, 64)
+    partial = np.zeros((n_blocks, d + 1))
+    for blk in numba.prange(n_blocks):
+        acc = partial[blk]
+        for i in range(blk * n // n_blocks, (blk + 1) * n // n_blocks):
+            t = weights[i] * X[i, j]
+            row = X[i]
+            for k in range(d):
+                acc[k] += t * row[k]
+            acc[d] += t
+    out = np.zeros(d + 1)
+    for blk in range(n_blocks):
+        for k in range(d + 1):
+            out[k] += partial[blk, k]
+    return out

@@ -281,3 +281,16 @@ def test_gradient_sums_read_every_row(n):
     got = kernels.gradient_sums(X, u, v, w)
     for k in range(3):
         np.testing.assert_allclose(got[k], expected[k], rtol=1e-12, atol=1e-12 * n)
+
+
+@pytest.mark.parametrize("n", [1, 63, 64, 65, 300, 20_000])
+def test_gram_column_reads_every_row(n):
+    # column j of X~^T diag(w) X~, whatever n against the 64 row blocks
+    rng = np.random.default_rng(n)
+    X = rng.standard_normal((n, 4))
+    weights = rng.uniform(0.0, 2.0, n)
+    Xt = np.column_stack([X, np.ones(n)])
+    for j in (0, 3):
+        expected = Xt.T @ (weights * X[:, j])
+        got = kernels.gram_column(X, weights, j)
+        np.testing.assert_allclose(got, expected, rtol=1e-12, atol=1e-12 * n)
