@@ -454,7 +454,11 @@ class RowPasses:
         if self._known(w):
             return self._last[1]
         d = self.n_features
-        margin = self.X @ w[:d] + (w[d] if self.fit_intercept else 0.0)
+        b = w[d] if self.fit_intercept else 0.0
+        if np.any(w[:d]):
+            margin = self.X @ w[:d] + b
+        else:  # Newton's start: no pass over X
+            margin = np.full(self.X.shape[0], b)
         self._last = (w.copy(), margin)
         return margin
 

@@ -78,7 +78,8 @@ def test_the_kept_margin_follows_the_weights():
         m = X @ w[:2] + w[2]
         return float(np.sum(np.logaddexp(0.0, m) - y * m))
 
-    for w in (w1, w2, w1, w1):
+    # (zero feature weights: the margin is the intercept, with no product)
+    for w in (w1, w2, w1, w1, np.zeros(3), np.array([0.0, 0.0, 0.7])):
         assert passes.objective(w) == pytest.approx(objective(w), rel=1e-13)
     w1[0] = 5.0  # changed in place after a call: not the kept weights
     assert passes.objective(w1) == pytest.approx(objective(w1), rel=1e-13)
