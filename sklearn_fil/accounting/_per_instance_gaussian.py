@@ -42,6 +42,13 @@ _NO_SPLINE = np.empty((4, 0))
 _SERIAL_UPTO = 2**14
 
 
+def _upper_quantile(delta):
+    """``Φ⁻¹(1 - delta)``, as ``-Φ⁻¹(delta)``: ``1 - delta`` rounds to 1 for
+    ``delta`` below 2^-54 (``ndtri`` gives inf) and loses ``delta``'s digits
+    above (``z`` 1.5e-3 low at 1e-16, the bracket then below the root)."""
+    return -float(ndtri(delta))
+
+
 def _kernel(mu, mu0, z, delta, start, knots, coef, polish, out):
     """The serial or the parallel kernel, by the size of ``mu``."""
     if mu.size <= _SERIAL_UPTO:
@@ -124,7 +131,7 @@ def _epsilon(mu, delta):
     # μ0 = 2 sqrt(2) erfinv(delta), where the mechanism is (0, delta)-DP already
     mu0 = 2.0 * np.sqrt(2.0) * float(erfinv(delta))
     # the privacy loss is N(μ²/2, μ²), so ε = μ²/2 + μ Φ⁻¹(1 - δ) bounds δ
-    z = float(ndtri(1.0 - delta))
+    z = _upper_quantile(delta)
     count, low_mu, high_mu = _kernels.range_above(mu, mu0)
     start, knots, coef = np.nan, np.empty(0), _NO_SPLINE
     if count > _GRID and high_mu <= low_mu * (1.0 + _NARROW):
@@ -161,22 +168,21 @@ def _epsilon_numpy(mu, delta):
     if need.size:
         m = mu[need]
         # the privacy loss is N(μ²/2, μ²), so ε = μ²/2 + μ Φ⁻¹(1 - δ) bounds δ
-        upper = np.maximum(0.5 * m * m + m * float(ndtri(1.0 - delta)), 1e-8)
+        z = _upper_quantile(delta)
+        upper = np.maximum(0.5 * m * m + m * z, 1e-8)
         start = upper.copy()
         low_mu, high_mu = m.min(), m.max()
         if m.size > _GRID and high_mu <= low_mu * (1.0 + _NARROW):
             # (nearly) one value, e.g. the same bound for every example: start
             # everyone at its epsilon
             one = np.array([low_mu])
-            top = np.maximum(0.5 * one * one + one * float(ndtri(1.0 - delta)), 1e-8)
+            top = np.maximum(0.5 * one * one + one * z, 1e-8)
             start = np.full(
                 m.size, _newton(top.copy(), one, delta, np.zeros(1), top)[0]
             )
         elif m.size > _GRID:
             grid = np.geomspace(low_mu, high_mu, _GRID)
-            grid_upper = np.maximum(
-                0.5 * grid * grid + grid * float(ndtri(1.0 - delta)), 1e-8
-            )
+            grid_upper = np.maximum(0.5 * grid * grid + grid * z, 1e-8)
             grid_eps = _newton(
                 grid_upper.copy(), grid, delta, np.zeros(_GRID), grid_upper.copy()
             )

@@ -214,3 +214,22 @@ def test_phi_kernels_in_the_tails():
     assert np.all(np.abs(got - ref) <= 4e-16 * (1.0 + x * x) * ref)
     log_got = np.array([_kernels.log_ndtr(v) for v in big])
     assert_allclose(log_got, log_ref, rtol=1e-14)
+
+
+# delta so small that 1 - delta rounds to 1 (below about 5.5e-17)
+
+
+@pytest.mark.parametrize("n", [5, 300, 10_000])
+@pytest.mark.parametrize("delta", [1e-16, 1e-17, 1e-30, 1e-300])
+def test_delta_below_the_rounding_of_one(delta, n):
+    # the bracket's z = Phi^-1(1 - delta) was ndtri(1 - delta): inf from
+    # delta ~ 5.5e-17, which gave inf up to 256 entries and a spline through
+    # inf (ValueError) above; at 1e-16, 1.5e-3 low, which put the bracket's
+    # top below the root from mu ~ 80 (nudged up to 7e-5 too high). The
+    # scalar inverts the same curve, bracketed with norm.isf(delta).
+    sens = np.append(np.geomspace(1e-2, 20.0, n - 1), 200.0)
+    rows = [0, n // 2, n - 2, n - 1]
+    ref = [gaussian_epsilon(sigma=1.0, sensitivity=sens[k], delta=delta) for k in rows]
+    eps = per_instance_gaussian_epsilon(sens, sigma=1.0, delta=delta)
+    assert_allclose(eps[rows], ref, rtol=1e-9)
+    assert_allclose(_epsilon_numpy(sens, delta)[rows], ref, rtol=1e-9)
