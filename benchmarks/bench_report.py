@@ -227,8 +227,49 @@ def worker_time(n, d, model, w_path, breakdown):
     del out
     res["load"] = max(load0, os.getloadavg()[0])
     if breakdown:
-        res["breakdown"] = time_breakdown(X, y, w, model)
+        if model == "linear":
+            res["breakdown"] = time_breakdown(X, y, w, model)
+        res["fit_breakdown"] = fit_breakdown(X, y, model)
     return res
+
+
+# The steps of a fit listed by its breakdown, in the order they run:
+# (path suffix of the function's module, function name, what it does).
+FIT_STEPS = [
+    ("linear_model/_base.py", "_prepare", "validation (one pass: extremes, finite)"),
+    ("_glm.py", "fit_glm", "the minimiser (Newton)"),
+    ("fisher/_engine.py", "fisher_information_loss", "the report's FIL engine"),
+    ("_report.py", "attribute_variances", "column variances"),
+    ("_leave_one_out.py", "leave_one_out", "exact leave-one-out Δᵢ"),
+    ("linear_model/_per_instance.py", "_epsilon", "per-example ε"),
+    ("_report.py", "relative_mse_bound", "`rel_mse_bound` column"),
+    ("_report.py", "make_privacy_report", "the DataFrame"),
+]
+
+
+def fit_breakdown(X, y, model):
+    """Where the time of one fit goes: the cumulative times of ``FIT_STEPS``.
+
+    One profiled fit (cProfile sees the calling thread only, so a step's time
+    is its wall time, its parallel segments included).
+    """
+    import cProfile
+    import pstats
+
+    prof = cProfile.Profile()
+    t0 = time.perf_counter()
+    prof.runcall(fit, X, y, model)
+    total = time.perf_counter() - t0
+    stats = pstats.Stats(prof).stats  # (file, line, name) -> (.., cumtime, ..)
+    steps = []
+    for suffix, name, label in FIT_STEPS:
+        cum = sum(
+            v[3]
+            for (file, _, func), v in stats.items()
+            if func == name and file.replace(os.sep, "/").endswith(suffix)
+        )
+        steps.append((name, label, cum))
+    return {"total": total, "steps": steps}
 
 
 def time_breakdown(X, y, w, model):
@@ -819,6 +860,33 @@ def write_markdown(path, info, command, started, elapsed, rows, breakdown, notes
     return verdict
 
 
+def fit_breakdown_markdown(fit_breakdowns):
+    """The fit breakdown section: one table per model, in seconds and X^T X."""
+    md = [
+        f"## Where the time of a fit goes (n = 10⁶, d = {TARGET_D})\n",
+        "One more fit of each model under cProfile (which slows it slightly); "
+        "each step's cumulative wall time, its parallel segments included. The "
+        "engine's row includes its per-example pass (see above); the rest of "
+        "the fit is Python and p × p algebra.\n",
+    ]
+    for model, (fb, xtx) in fit_breakdowns.items():
+        md.append(f"**{model}** (one XᵀX: {xtx:.3f} s)\n")
+        md.append("| step | function | s | × one XᵀX |")
+        md.append("|---|---|---:|---:|")
+        listed = 0.0
+        for name, label, t in fb["steps"]:
+            if t > 0:
+                md.append(f"| {label} | `{name}` | {t:.3f} | {t / xtx:.2f} |")
+                listed += t
+        other = fb["total"] - listed
+        md.append(f"| everything else |  | {other:.3f} | {other / xtx:.2f} |")
+        md.append(
+            f"| fit total (profiled) |  | {fb['total']:.3f} | {fb['total'] / xtx:.2f} |"
+        )
+        md.append("")
+    return md
+
+
 def parse_args(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sizes", choices=sorted(SIZES), default="full")
@@ -887,20 +955,18 @@ def main(argv=None):
 
     rows = []
     breakdown = None
+    fit_breakdowns = {}
     print_header()
     with tempfile.TemporaryDirectory() as tmp:
         for n, d, model in configs:
             w_path = os.path.join(tmp, f"w_{n}_{d}_{model}.npy")
-            want_breakdown = (
-                not args.no_breakdown
-                and n == TARGET_N
-                and d == TARGET_D
-                and model == "linear"
-            )
+            want_breakdown = not args.no_breakdown and n == TARGET_N and d == TARGET_D
             res = run_worker("time", n, d, model, w_path, breakdown=want_breakdown)
             res.update(run_worker("mem", n, d, model, w_path))
             if "breakdown" in res:
                 breakdown = res.pop("breakdown")
+            if "fit_breakdown" in res:
+                fit_breakdowns[model] = (res.pop("fit_breakdown"), res["xtx_s"])
             rows.append(res)
             print_row(res)
     elapsed = time.perf_counter() - t_start
@@ -914,6 +980,11 @@ def main(argv=None):
     verdict = write_markdown(
         args.out, info, command, started, elapsed, rows, breakdown, notes
     )
+    if fit_breakdowns:
+        with open(args.out, "a") as f:
+            f.write("\n".join(fit_breakdown_markdown(fit_breakdowns)) + "\n")
+        for line in fit_breakdown_markdown(fit_breakdowns):
+            print(line, flush=True)
     if breakdown is not None:
         inst, ref = breakdown["instrumented"], breakdown["numpy"]
         print(
