@@ -62,6 +62,8 @@ STEP_RTOL = 1e-7
 MAX_ITER = 200
 # Above this ε, e^ε is evaluated in the log form (e^709 overflows).
 EXP_SAFE = 700.0
+# log of the largest double: e^x overflows above it
+_LOG_MAX = math.log(float(np.finfo(np.float64).max))
 MAX_NUDGES = 200
 # First upward nudge, relative: the rounding of the curve moves its computed
 # root by up to about 1e-12 of ε, so steps of a few ulps would take many rounds.
@@ -122,6 +124,15 @@ def log_ndtr(a):
     return log_lhs + math.log(rhs)
 
 
+@numba.njit(cache=True, nogil=True, inline="always")
+def exp_or_inf(x):
+    """``e^x``, ``inf`` where it overflows: compiled, ``math.exp`` gives
+    ``inf`` there; as plain Python (``NUMBA_DISABLE_JIT=1``) it raises."""
+    if x > _LOG_MAX:
+        return np.inf
+    return math.exp(x)
+
+
 @numba.njit(cache=True, nogil=True, error_model="numpy")
 def delta_curve(eps, mu):
     """``delta(eps)`` at ``mu = sensitivity / sigma`` and ``-delta'(eps)``.
@@ -133,11 +144,11 @@ def delta_curve(eps, mu):
     half = 0.5 * mu
     t = eps / mu
     if eps > EXP_SAFE:
-        second = math.exp(eps + log_ndtr(-half - t))
+        second = exp_or_inf(eps + log_ndtr(-half - t))
     else:
         second = math.exp(eps) * ndtr(-half - t)
         if second == 0.0:
-            second = math.exp(eps + log_ndtr(-half - t))
+            second = exp_or_inf(eps + log_ndtr(-half - t))
     return ndtr(half - t) - second, second
 
 
@@ -177,11 +188,12 @@ def newton(eps, mu, delta, log_delta, lo, hi, accept):
             off = abs(delta - value - accept * slope)
             if off <= max(0.5 * accept * slope, 2.0 * ROUNDING * (value + 2.0 * slope)):
                 return eps, value, slope, True
-        if value > 0.0:
+        if value > 0.0 and slope > 0.0:
             new = eps + (math.log(value) - log_delta) * value / slope
         else:
-            # delta(eps) underflowed (or is NaN): no Newton step, bisection
-            # below; written out, as log(0) raises in plain Python
+            # delta(eps) or its slope underflowed (or is NaN): no Newton
+            # step, bisection below; written out, as log(0) and x / 0 raise
+            # in plain Python
             new = np.nan
         step = abs(new - eps)
         inside = new >= lo and new <= hi
@@ -203,7 +215,10 @@ def rounding(value, slope):
     is off by about ``ROUNDING (Phi(mu/2 - eps/mu) + e^eps Phi(.))`` and the
     root by that over the slope. Where ``delta`` is the difference of two
     close numbers (``mu`` small) this is far above ``NUDGE_RTOL * eps``.
+    ``inf`` where the slope is 0 (or NaN): nothing is known.
     """
+    if not slope > 0.0:
+        return np.inf
     return ROUNDING * (value + 2.0 * slope) / slope
 
 
@@ -240,7 +255,7 @@ def _spline_start(mu, upper, knots, coef, scale):
     k = min(max(int(t), 0), knots.shape[0] - 2)
     x = log_mu - knots[k]
     log_eps = ((coef[0, k] * x + coef[1, k]) * x + coef[2, k]) * x + coef[3, k]
-    return min(math.exp(log_eps), upper)
+    return min(exp_or_inf(log_eps), upper)
 
 
 @numba.njit(cache=True, nogil=True, parallel=True, error_model="numpy")

@@ -233,3 +233,34 @@ def test_delta_below_the_rounding_of_one(delta, n):
     eps = per_instance_gaussian_epsilon(sens, sigma=1.0, delta=delta)
     assert_allclose(eps[rows], ref, rtol=1e-9)
     assert_allclose(_epsilon_numpy(sens, delta)[rows], ref, rtol=1e-9)
+
+
+# the kernels as plain Python (NUMBA_DISABLE_JIT=1) at extreme mu
+
+
+def _plain(kernel):
+    """The Python function under a numba dispatcher (itself without numba)."""
+    return getattr(kernel, "py_func", kernel)
+
+
+@pytest.mark.parametrize("mu", [1e6, 1e9, 1e12, 1e15])
+def test_kernels_as_plain_python_at_extreme_mu(mu):
+    # Compiled (error_model="numpy"), x / 0 and an overflowing math.exp give
+    # inf or NaN, which the iteration takes for "no Newton step" (bisection);
+    # as Python they raise. Each function as Python, over the compiled ones
+    # it calls, must answer as compiled, at points of the iteration within
+    # 10 of the root in (eps - mu^2 / 2) / mu.
+    delta = 1e-10
+    top = 0.5 * mu * mu + mu * float(-special.ndtri(delta))
+    rng = np.random.default_rng(6)
+    for s in rng.uniform(-10.0, 6.0, 300):
+        eps = mu * (0.5 * mu + s)
+        curve = _kernels.delta_curve(eps, mu)
+        assert_array_equal(_plain(_kernels.delta_curve)(eps, mu), curve)
+        args = (eps, mu, delta, np.log(delta), 0.0, top, 0.0)
+        assert_array_equal(_plain(_kernels.newton)(*args), _kernels.newton(*args))
+        for slope in (curve[1], 0.0):
+            assert_array_equal(
+                _plain(_kernels.rounding)(curve[0], slope),
+                _kernels.rounding(curve[0], slope),
+            )
