@@ -314,7 +314,6 @@ class SquaredRefits:
 
     w_hat: np.ndarray
     H_inv: np.ndarray
-    reg: np.ndarray
     fit_intercept: bool
 
     def sensitivity(self, X, y, omega):
@@ -349,7 +348,7 @@ def squared_refits(X, y, w, omega, lam, fit_intercept, penalize_intercept, hessi
     reg = penalty(p, sums[-1], lam, fit_intercept, penalize_intercept)
     factor = SPDFactor(hessian)
     w_hat = w - factor.solve(sums[:-1] + reg * w)
-    return SquaredRefits(w_hat, factor.inverse(), reg, fit_intercept)
+    return SquaredRefits(w_hat, factor.inverse(), fit_intercept)
 
 
 class _Problem:
