@@ -412,9 +412,9 @@ def _check_loss_hessian(loss_hessian, problem):
     """``loss_hessian`` checked: shape, finite, symmetric, one column recomputed.
 
     Column ``j = d // 2`` of ``X~^T diag(omega c) X~`` costs one read of
-    ``X`` (a ``p x p`` Gram costs ``p / 2`` products with it), and catches a Hessian of
-    other data, other weights, another ``coef`` (logistic), or with the
-    penalty added.
+    ``X`` (a ``p x p`` Gram costs ``p / 2`` products with it), and catches a
+    Hessian of other data, other weights, another ``coef`` (logistic), or
+    with the penalty added.
     """
     H = check_array(loss_hessian, dtype=np.float64, input_name="loss_hessian")
     w = problem.w

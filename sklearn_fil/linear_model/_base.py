@@ -557,7 +557,8 @@ def _extremes(X):
 def _check_gram_finite(X, hint_data_norm, extremes=None):
     """Refuse entries whose squares overflow the Hessian's sums.
 
-    ``extremes``: ``(X.max(), X.min())`` when already known (a Dask pass).
+    ``extremes``: ``(X.max(), X.min())`` when already known (the first pass
+    of a fit, in memory or on Dask).
     """
     largest = float(np.abs(_extremes(X) if extremes is None else extremes).max())
     if not np.isfinite(largest * largest * X.shape[0] * X.shape[1]):
