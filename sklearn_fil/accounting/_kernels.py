@@ -64,6 +64,8 @@ MAX_ITER = 200
 EXP_SAFE = 700.0
 # log of the largest double: e^x overflows above it
 _LOG_MAX = math.log(float(np.finfo(np.float64).max))
+# the smallest normal double: below it, fewer than 53 significant bits
+_TINY = float(np.finfo(np.float64).tiny)
 MAX_NUDGES = 200
 # First upward nudge, relative: the rounding of the curve moves its computed
 # root by up to about 1e-12 of ε, so steps of a few ulps would take many rounds.
@@ -139,16 +141,19 @@ def delta_curve(eps, mu):
 
     The derivative is ``-e^eps Phi(-mu/2 - eps/mu)`` (the density terms
     cancel). Where ``e^eps`` overflows (``eps > EXP_SAFE``) or ``Phi``
-    underflows, the second term is ``exp(eps + log Phi(.))``.
+    underflows, to 0 or to a subnormal number (fewer digits, from an
+    argument of -37.5), the second term is ``exp(eps + log Phi(.))``.
     """
     half = 0.5 * mu
     t = eps / mu
     if eps > EXP_SAFE:
         second = exp_or_inf(eps + log_ndtr(-half - t))
     else:
-        second = math.exp(eps) * ndtr(-half - t)
-        if second == 0.0:
+        tail = ndtr(-half - t)
+        if tail < _TINY:
             second = exp_or_inf(eps + log_ndtr(-half - t))
+        else:
+            second = math.exp(eps) * tail
     return ndtr(half - t) - second, second
 
 

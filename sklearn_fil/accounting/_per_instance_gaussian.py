@@ -37,6 +37,7 @@ _FINE_GRID = 2048
 # Relative spread of μ below which every entry starts from one exact ε.
 _NARROW = 1e-6
 _NO_SPLINE = np.empty((4, 0))
+_TINY = np.finfo(np.float64).tiny
 # Up to this many entries, on the calling thread only (about a millisecond
 # of work: less than waking a second thread can cost on a busy machine).
 _SERIAL_UPTO = 2**14
@@ -66,10 +67,12 @@ def _delta_curve(eps, mu):
     """
     half = 0.5 * mu
     t = eps / mu
+    tail = ndtr(-half - t)
     with np.errstate(over="ignore", under="ignore", invalid="ignore"):
-        second = np.exp(eps) * ndtr(-half - t)
-    # e^ε overflows (ε > 709) or Φ underflows (argument below -37): the log form
-    far = (eps > _EXP_SAFE) | (second == 0.0)
+        second = np.exp(eps) * tail
+    # e^ε overflows (ε > 709) or Φ underflows, to 0 or to a subnormal number
+    # (fewer digits; argument below -37.5): the log form
+    far = (eps > _EXP_SAFE) | (tail < _TINY)
     if far.any():
         second[far] = np.exp(eps[far] + log_ndtr(-half[far] - t[far]))
     return ndtr(half - t) - second, second

@@ -264,3 +264,23 @@ def test_kernels_as_plain_python_at_extreme_mu(mu):
                 _plain(_kernels.rounding)(curve[0], slope),
                 _kernels.rounding(curve[0], slope),
             )
+
+
+@pytest.mark.parametrize("n", [40, 400])
+@pytest.mark.parametrize(
+    "delta, mu_range",
+    [(1e-16, (29.4, 30.1)), (1e-18, (28.8, 29.7)), (1e-20, (28.3, 29.3))],
+)
+def test_subnormal_tail_of_the_second_term(delta, mu_range, n):
+    # at the root eps < 700 (e^eps in direct form) but Phi(-mu/2 - eps/mu)
+    # is subnormal, with fewer digits: e^eps times it made eps up to 1.7e-4
+    # too low at delta = 1e-20. Against the curve in 60 digits.
+    rng = np.random.default_rng(7)
+    mu = rng.uniform(*mu_range, n)
+    for eps in (
+        per_instance_gaussian_epsilon(mu, sigma=1.0, delta=delta),
+        _epsilon_numpy(mu, delta),
+    ):
+        for k in range(0, n, n // 20):
+            assert _mp_delta(eps[k], mu[k]) <= delta
+            assert _mp_delta(eps[k] * (1.0 - 1e-11), mu[k]) > delta
