@@ -35,6 +35,7 @@ from sklearn_fil.neural._network import Network, check_finite_norms, clip_factor
 from sklearn_fil.neural._threads import StepThreads
 from sklearn_fil.neural._training import (
     BatchSampler,
+    BinaryLinearSteps,
     FILAccumulator,
     FiniteCheck,
     NoisySGD,
@@ -535,6 +536,11 @@ class DPSGDClassifier(GuaranteeMixin, ClassifierMixin, BaseEstimator):
         "verbose": ["verbose"],
     }
 
+    # Binary logistic regression on NumPy without FIL accounting takes its
+    # steps by one numba pass each (BinaryLinearSteps); False forces the
+    # general path (tests compare the two).
+    _fast_linear = True
+
     def __init__(
         self,
         *,
@@ -972,6 +978,10 @@ class DPSGDClassifier(GuaranteeMixin, ClassifierMixin, BaseEstimator):
         sampler, C = plan.sampler, plan.C
         recorder = StepRecorder(self.record_steps)
         finite = FiniteCheck(xp)
+        # binary logistic regression without FIL: one kernel pass a step
+        fast = None
+        if fil is None and self._fast_linear and BinaryLinearSteps.applies(net, X, Y):
+            fast = BinaryLinearSteps(net, X, Y, C, self.clipping, optimiser.grads)
         t = 0
         for epoch in range(1, self.max_iter + 1):
             if self.norm_refresh and epoch > 1 and (epoch - 1) % self.norm_refresh == 0:
@@ -982,13 +992,19 @@ class DPSGDClassifier(GuaranteeMixin, ClassifierMixin, BaseEstimator):
                 grads = new_norms = None
                 if idx.size:
                     rows = _backend.Rows(idx, n, xp, device)
-                    batch = clipped_batch(
-                        net, X, rows.take(Y), C, self.clipping, finite, rows=idx
-                    )
-                    grads = net.weighted_sum(
-                        batch.acts, batch.deltas, batch.c, out=optimiser.grads
-                    )
-                    new_norms = xp.minimum(batch.c * batch.norms / C, plan.sensitivity)
+                    clipped = None if fast is None else fast(idx)
+                    if clipped is None:
+                        batch = clipped_batch(
+                            net, X, rows.take(Y), C, self.clipping, finite, rows=idx
+                        )
+                        grads = net.weighted_sum(
+                            batch.acts, batch.deltas, batch.c, out=optimiser.grads
+                        )
+                        clipped = batch.norms, batch.c
+                    else:
+                        grads = optimiser.grads
+                    g_norms, c = clipped
+                    new_norms = xp.minimum(c * g_norms / C, plan.sensitivity)
                     norms.update(rows, new_norms)
                     if fil is not None:
                         fil.add(net, rows, batch, rng)

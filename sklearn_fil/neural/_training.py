@@ -28,7 +28,14 @@ from numbers import Integral
 import numpy as np
 
 from sklearn_fil import _backend
-from sklearn_fil.neural._kernels import linear_fil_accumulate, noisy_sgd_block
+from sklearn_fil.neural._kernels import (
+    CLIP_GELU,
+    CLIP_HARD,
+    CLIP_NONE,
+    binary_clipped_sum,
+    linear_fil_accumulate,
+    noisy_sgd_block,
+)
 from sklearn_fil.neural._network import (
     NON_FINITE_GRADIENT,
     check_finite_norms,
@@ -293,6 +300,86 @@ def clipped_batch(net, Xb, Yb, max_grad_norm, clipping, finite, rows=None):
     finite(norms)
     c, dc = clip_factor(norms, max_grad_norm, clipping, net.xp)
     return ClippedBatch(acts, logits, deltas, norms, c, dc)
+
+
+class BinaryLinearSteps:
+    """The clipped sums of binary logistic regression by one numba pass a step.
+
+    For a NumPy network without hidden layers and one output,
+    :func:`~sklearn_fil.neural._kernels.binary_clipped_sum` does the work of
+    :func:`clipped_batch` and :meth:`Network.weighted_sum
+    <sklearn_fil.neural._network.Network.weighted_sum>` reading each sampled
+    row of ``X`` once, without gathering the batch: the same values, to
+    rounding. It gives no activations or errors, so the FIL accounting keeps
+    the general path; the per-instance accounting needs only the norms and
+    clip factors it returns. Make it after :class:`NoisySGD`, whose flat
+    vector the network's weights then are (the kernel reads them there).
+
+    Parameters
+    ----------
+    net : Network
+        The network (see :meth:`applies`).
+    X, Y : ndarray
+        The whole training data and its ``(n, 1)`` labels.
+    max_grad_norm : float
+        Clipping bound ``C``.
+    clipping : {"gelu", "hard", None}
+        The clipping.
+    grads : list of (ndarray, ndarray)
+        :attr:`NoisySGD.grads`, written by each step.
+    """
+
+    def __init__(self, net, X, Y, max_grad_norm, clipping, grads):
+        self.X, self.Y = X, Y
+        self.C = float(max_grad_norm)
+        self.code = {None: CLIP_NONE, "hard": CLIP_HARD, "gelu": CLIP_GELU}[clipping]
+        self.w = net.coefs[0].reshape(-1)  # views: they follow the updates
+        self.b = net.intercepts[0]
+        self.grad_w = grads[0][0].reshape(-1)
+        self.grad_b = grads[0][1]
+        if not (
+            np.shares_memory(self.w, net.coefs[0])
+            and np.shares_memory(self.grad_w, grads[0][0])
+        ):
+            raise ValueError("BinaryLinearSteps needs contiguous weights.")
+
+    @staticmethod
+    def applies(net, X, Y):
+        """Whether the kernel can take this network's steps on ``X``, ``Y``."""
+        return (
+            net.xp is np
+            and len(net.coefs) == 1
+            and net.binary
+            and isinstance(X, np.ndarray)
+            and X.dtype == np.float64
+            and X.flags.c_contiguous
+            and Y.dtype == np.float64
+        )
+
+    def __call__(self, indices):
+        """``(norms, c)`` of the batch ``indices``, the clipped sums written.
+
+        None when the kernel cannot vouch for its norms (see
+        :func:`~sklearn_fil.neural._kernels.binary_clipped_sum`): the
+        general path must take the step.
+        """
+        norms, c = np.empty(indices.size), np.empty(indices.size)
+        grad_b, exact = binary_clipped_sum(
+            self.X,
+            self.Y,
+            indices,
+            self.w,
+            float(self.b[0]),
+            self.C,
+            self.code,
+            self.grad_w,
+            norms,
+            c,
+        )
+        if not exact:
+            return None
+        self.grad_b[0] = grad_b
+        return norms, c
 
 
 def parameter_layout(net):
