@@ -53,6 +53,7 @@ import numpy as np
 
 _SQRT1_2 = math.sqrt(0.5)
 _HALF_LOG_2PI = 0.5 * math.log(2.0 * math.pi)
+_INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
 _DBL_EPSILON = float(np.finfo(np.float64).eps)
 # Newton on log δ(ε) converges quadratically (checked against the scalar
 # inversion): a step below this fraction of ε leaves an error of order its
@@ -60,7 +61,7 @@ _DBL_EPSILON = float(np.finfo(np.float64).eps)
 # (relative 1e-12 where δ(ε) is the difference of two numbers near 1/2).
 STEP_RTOL = 1e-7
 MAX_ITER = 200
-# Above this ε, e^ε is evaluated in the log form (e^709 overflows).
+# Above this ε, the second term of δ(ε) without e^ε (e^709 overflows).
 EXP_SAFE = 700.0
 # log of the largest double: e^x overflows above it
 _LOG_MAX = math.log(float(np.finfo(np.float64).max))
@@ -100,15 +101,24 @@ def ndtr(a):
 def log_ndtr(a):
     """``log Phi(a)``, as SciPy's ``log_ndtr`` computes it for real ``a``.
 
-    Below ``-20`` the asymptotic series ``Phi(a) = phi(a) / |a| (1 - 1/a^2 +
-    3/a^4 - ...)``, summed until a term no longer changes the sum (its
-    terms decrease while ``2k - 1 < a^2``, far beyond the few used here).
+    Below ``-20`` the asymptotic series of :func:`tail_series`.
     """
     if a > 6.0:
         return -ndtr(-a)
     if a > -20.0:
         return math.log(ndtr(a))
     log_lhs = -0.5 * a * a - math.log(-a) - _HALF_LOG_2PI
+    return log_lhs + math.log(tail_series(a))
+
+
+@numba.njit(cache=True, nogil=True)
+def tail_series(a):
+    """``Phi(a) |a| / phi(a) = 1 - 1/a^2 + 3/a^4 - ...`` for ``a <= -20``.
+
+    The asymptotic series, summed as SciPy's ``log_ndtr`` does until a term
+    no longer changes the sum (its terms decrease while ``2k - 1 < a^2``,
+    far beyond the few used here).
+    """
     last_total = 0.0
     rhs = 1.0
     numerator = 1.0
@@ -123,7 +133,7 @@ def log_ndtr(a):
         denom_factor *= denom_cons
         numerator *= 2 * i - 1
         rhs += sign * numerator * denom_factor
-    return log_lhs + math.log(rhs)
+    return rhs
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
@@ -139,22 +149,27 @@ def exp_or_inf(x):
 def delta_curve(eps, mu):
     """``delta(eps)`` at ``mu = sensitivity / sigma`` and ``-delta'(eps)``.
 
-    The derivative is ``-e^eps Phi(-mu/2 - eps/mu)`` (the density terms
-    cancel). Where ``e^eps`` overflows (``eps > EXP_SAFE``) or ``Phi``
-    underflows, to 0 or to a subnormal number (fewer digits, from an
-    argument of -37.5), the second term is ``exp(eps + log Phi(.))``.
+    The derivative is ``-e^eps Phi(v)``, ``v = -mu/2 - eps/mu`` (the density
+    terms cancel). Where ``e^eps`` overflows (``eps > EXP_SAFE``) or
+    ``Phi(v)`` underflows, to 0 or to a subnormal number (fewer digits, from
+    ``v = -37.5``), it is ``phi(u) Phi(v) / phi(v)``, ``u = mu/2 - eps/mu``:
+    ``e^eps phi(v) = phi(u)`` exactly, and the ratio is the asymptotic
+    series (``v < -37`` there). No ``eps`` in it: ``exp(eps + log Phi(v))``
+    lost ``eps`` times the rounding to the cancellation of its two terms
+    (everything from ``mu ~ 1e8``, where ``eps ~ 5e15``).
     """
     half = 0.5 * mu
     t = eps / mu
-    if eps > EXP_SAFE:
-        second = exp_or_inf(eps + log_ndtr(-half - t))
-    else:
+    first = ndtr(half - t)
+    if eps <= EXP_SAFE:
         tail = ndtr(-half - t)
-        if tail < _TINY:
-            second = exp_or_inf(eps + log_ndtr(-half - t))
-        else:
+        if tail >= _TINY:
             second = math.exp(eps) * tail
-    return ndtr(half - t) - second, second
+            return first - second, second
+    u = half - t
+    v = -half - t
+    second = math.exp(-0.5 * u * u) * (_INV_SQRT_2PI * tail_series(v) / -v)
+    return first - second, second
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")

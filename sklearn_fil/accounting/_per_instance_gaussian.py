@@ -16,7 +16,7 @@ against.
 
 import numpy as np
 from scipy.interpolate import CubicSpline
-from scipy.special import erfinv, log_ndtr, ndtr, ndtri
+from scipy.special import erfcx, erfinv, ndtr, ndtri
 
 from sklearn_fil.accounting import _kernels
 from sklearn_fil.accounting._gaussian import _check_scalar
@@ -62,19 +62,21 @@ def _kernel(mu, mu0, z, delta, start, knots, coef, polish, out):
 def _delta_curve(eps, mu):
     """δ(ε) of the Gaussian mechanism at ``mu = sensitivity / sigma``, and ``-δ'(ε)``.
 
-    ``δ(ε) = Φ(μ/2 - ε/μ) - e^ε Φ(-μ/2 - ε/μ)`` (Balle & Wang 2018, Thm 8);
-    its derivative is ``-e^ε Φ(-μ/2 - ε/μ)`` (the density terms cancel).
+    ``δ(ε) = Φ(u) - e^ε Φ(v)``, ``u = μ/2 - ε/μ``, ``v = -μ/2 - ε/μ``
+    (Balle & Wang 2018, Thm 8); its derivative is ``-e^ε Φ(v)`` (the density
+    terms cancel). Where ``e^ε`` overflows or ``Φ(v)`` underflows (to 0 or
+    to a subnormal number), ``e^ε Φ(v) = φ(u) Φ(v) / φ(v) = exp(-u²/2)
+    erfcx(-v / sqrt 2) / 2``, with no ``ε`` in it to cancel.
     """
     half = 0.5 * mu
     t = eps / mu
     tail = ndtr(-half - t)
     with np.errstate(over="ignore", under="ignore", invalid="ignore"):
         second = np.exp(eps) * tail
-    # e^ε overflows (ε > 709) or Φ underflows, to 0 or to a subnormal number
-    # (fewer digits; argument below -37.5): the log form
     far = (eps > _EXP_SAFE) | (tail < _TINY)
     if far.any():
-        second[far] = np.exp(eps[far] + log_ndtr(-half[far] - t[far]))
+        u, v = half[far] - t[far], -half[far] - t[far]
+        second[far] = 0.5 * np.exp(-0.5 * u * u) * erfcx(-v * np.sqrt(0.5))
     return ndtr(half - t) - second, second
 
 

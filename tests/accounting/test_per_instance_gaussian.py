@@ -134,7 +134,7 @@ def test_large_arrays_match_scalar_gaussian_epsilon(delta):
     assert eps[0] == 0.0 and eps[1] == np.inf and eps[2] == 0.0
     assert eps[3] < 1e-15  # mu = sens / sigma rounds to either side of mu0
     assert np.all(eps[4:12] > 0) and np.all(np.isfinite(eps[4:]))
-    assert eps[11] > 700.0  # e^eps overflows: the log form
+    assert eps[11] > 700.0  # e^eps overflows: the form without it
     rng = np.random.default_rng(1)
     rows = np.concatenate([np.arange(2, 12), rng.choice(sens.size, 150, replace=False)])
     ref = np.array(
@@ -284,3 +284,28 @@ def test_subnormal_tail_of_the_second_term(delta, mu_range, n):
         for k in range(0, n, n // 20):
             assert _mp_delta(eps[k], mu[k]) <= delta
             assert _mp_delta(eps[k] * (1.0 - 1e-11), mu[k]) > delta
+
+
+# never below the exact root, mu up to 1e15
+
+
+@pytest.mark.parametrize("n", [47, 1000, 10_000])
+@pytest.mark.parametrize("delta", [1e-5, 1e-10, 1e-17])
+def test_never_below_the_root_of_the_exact_curve(delta, n):
+    # Against the curve in 60-digit arithmetic at 47 sensitivities over
+    # 1e-2..1e15, alone (the start from the bracket), among 1000 (the
+    # spline) and 10,000 (the fine spline): delta(eps) <= delta, and eps at
+    # most rtol above the root. Up to 1e13 of eps was lost to cancellation
+    # in exp(eps + log Phi(-mu/2 - eps/mu)), the curve garbage from
+    # mu ~ 1e8 on: at mu = 1e12, eps was 1.5e-8 below the root.
+    rows = np.linspace(0, n - 1, 47).round().astype(int)
+    mu = np.geomspace(1e-2, 1e15, n)
+    eps = per_instance_gaussian_epsilon(mu, sigma=1.0, delta=delta)
+    for k in rows:
+        assert _mp_delta(eps[k], mu[k]) <= delta, mu[k]
+        assert _mp_delta(eps[k] * (1.0 - 1e-11), mu[k]) > delta, mu[k]
+    if n == 1000:
+        ref = _epsilon_numpy(mu, delta)
+        for k in rows:
+            assert _mp_delta(ref[k], mu[k]) <= delta, mu[k]
+            assert _mp_delta(ref[k] * (1.0 - 1e-11), mu[k]) > delta, mu[k]
