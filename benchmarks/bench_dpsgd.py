@@ -37,7 +37,9 @@ takes seconds per setting).
 
 ``--only mlp`` (or ``logistic``) times one model alone and skips the memory
 runs: the MLP against ghost clipping reruns in a few minutes. It prints the
-rows and writes a file only when ``--out`` is given.
+rows and writes a file only when ``--out`` is given; an existing file keeps
+everything but that model's rows (and its line of alternate runs), with a
+line in its header saying when they were rerun.
 
 Usage::
 
@@ -166,37 +168,46 @@ def speed_rows(args):
 
     *plain* and Opacus' ghost clipping (the comparison the targets name) are
     timed ``args.repeats`` times, alternately, and the fastest of each kept:
-    on a shared machine one slow run would decide the ratio otherwise. Returns
-    the rows and, per model, every alternate time of both.
+    on a shared machine one slow run would decide the ratio otherwise; so is
+    Opacus' hooks mode for the logistic model (its fastest there; one epoch of
+    the MLP takes it about a minute, timed once). Returns the rows and, per
+    model, every alternate time of each (``{"plain": [...], ...}``).
     """
     X, y = make_data()
     models = {k: v for k, v in MODELS.items() if args.only in (None, k)}
     for hidden in models.values():  # compile the numba kernels, fill the caches
-        DPSGDClassifier(hidden_layer_sizes=hidden, batch_size=BATCH, max_iter=1).fit(
-            X[:2000], y[:2000]
-        )
+        for fil in (True, False):
+            DPSGDClassifier(
+                hidden_layer_sizes=hidden,
+                batch_size=BATCH,
+                max_iter=1,
+                fil_accounting=fil,
+            ).fit(X[:2000], y[:2000])
     rows, alternate = [], {}
     for name, hidden in models.items():
         epochs = args.mlp_epochs if hidden else args.epochs
         # an untimed fit computes epsilon_ (dp-accounting's PLD, seconds; then
         # cached per settings), so that no timed fit pays for it
         time_ours(X, y, hidden, epochs, False, False, None)
-        plain = ghost = np.inf
-        alternate[name] = ([], [])
+        modes = ["ghost"] if hidden else ["ghost", "hooks"]
+        runs = alternate[name] = {"plain": [], **{mode: [] for mode in modes}}
         for _ in range(args.repeats):
             seconds, clf = time_ours(X, y, hidden, epochs, False, False, None)
-            plain = min(plain, seconds)
-            alternate[name][0].append(seconds)
-            opacus = time_opacus(X, y, hidden, 1, "ghost")
-            if opacus is not None:
-                ghost = min(ghost, opacus)
-                alternate[name][1].append(opacus)
+            if seconds <= min(runs["plain"], default=np.inf):
+                best = clf
+            runs["plain"].append(seconds)
+            for mode in modes:
+                opacus = time_opacus(X, y, hidden, 1, mode)
+                if opacus is not None:
+                    runs[mode].append(opacus)
             print(
-                f"{name:>10} alternate: plain {seconds:.2f} s, ghost "
-                f"{opacus if opacus is None else round(opacus, 2)} s, load "
-                f"{os.getloadavg()[0]:.1f}",
+                f"{name:>10} alternate: "
+                + ", ".join(f"{k} {v[-1]:.2f} s" for k, v in runs.items() if v)
+                + f", load {os.getloadavg()[0]:.1f}",
                 flush=True,
             )
+        plain = min(runs["plain"])
+        clf = best
         timed = {"plain": (plain, clf)}
         for label, per_instance, fil, k in configurations(hidden, args.fil_coordinates):
             if label != "plain":
@@ -209,8 +220,11 @@ def speed_rows(args):
                 flush=True,
             )
         for mode, label in OPACUS_MODES.items():
-            opacus = ghost if mode == "ghost" else time_opacus(X, y, hidden, 1, mode)
-            if opacus is None or not np.isfinite(opacus):
+            if mode in runs:
+                opacus = min(runs[mode], default=None)
+            else:
+                opacus = time_opacus(X, y, hidden, 1, mode)
+            if opacus is None:
                 break
             rows.append((name, label, 1, opacus, opacus / plain * epochs, None))
             print(
@@ -338,7 +352,8 @@ def main(argv=None):
     parser.add_argument(
         "--only",
         choices=sorted(ONLY),
-        help="time this model alone, no memory runs; write only with --out",
+        help="time this model alone, no memory runs; write only with --out "
+        "(into an existing file: replaces this model's rows, keeps the rest)",
     )
     parser.add_argument("--memory-child", nargs=2, help=argparse.SUPPRESS)
     parser.add_argument("--out", type=Path, default=None)
@@ -358,9 +373,50 @@ def main(argv=None):
     rows, alternate = ([], {}) if args.skip_speed else speed_rows(args)
     memory = [] if args.only is not None else memory_rows(args)
     if args.out is not None:
-        write_markdown(args, rows, alternate, memory, time.perf_counter() - started)
+        elapsed = time.perf_counter() - started
+        if args.only is not None and args.out.exists():
+            merge_markdown(args, rows, alternate, elapsed)
+        else:
+            write_markdown(args, rows, alternate, memory, elapsed)
         print(f"wrote {args.out}")
     return 0
+
+
+def merge_markdown(args, rows, alternate, elapsed):
+    """Put one model's rerun into an existing results file (``--only --out``).
+
+    Its rows of the speed table and its line of alternate runs are replaced
+    (added if missing); a line after the header says when and how they were
+    rerun. The other model's rows, the memory table and any notes are kept.
+    """
+    name = args.only
+    new_rows = speed_table(rows, alternate)
+    table = [line for line in new_rows if line.startswith(f"| {name} |")]
+    runs = [line for line in new_rows if line.startswith(f"- {name}: plain")]
+    lines = args.out.read_text().splitlines()
+    old_table = [i for i, line in enumerate(lines) if line.startswith(f"| {name} |")]
+    if old_table:
+        lines[old_table[0] : old_table[-1] + 1] = table
+    else:  # after the last row of the speed table
+        last = max(i for i, line in enumerate(lines) if line.startswith("| "))
+        lines[last + 1 : last + 1] = table
+    old_runs = [i for i, line in enumerate(lines) if line.startswith(f"- {name}: ")]
+    if old_runs:
+        lines[old_runs[0] : old_runs[-1] + 1] = runs
+    load = ", ".join(f"{v:.1f}" for v in args.load_at_start)
+    end = ", ".join(f"{v:.1f}" for v in os.getloadavg())
+    note = (
+        f"- Rows of {name} rerun at "
+        f"{datetime.datetime.now(datetime.UTC).isoformat(timespec='seconds')} with "
+        f"`python benchmarks/bench_dpsgd.py --epochs {args.epochs} --mlp-epochs "
+        f"{args.mlp_epochs} --fil-coordinates {args.fil_coordinates} --repeats "
+        f"{args.repeats} --only {name.split()[0]} --out {args.out}` "
+        f"(load average {load} at the start, {end} at the end; "
+        f"{elapsed / 60:.1f} min); every other row is from the run above"
+    )
+    wall = next(i for i, line in enumerate(lines) if line.startswith("- Wall time"))
+    lines.insert(wall + 1, note)
+    args.out.write_text("\n".join(lines) + "\n")
 
 
 def write_markdown(args, rows, alternate, memory, elapsed):
@@ -421,6 +477,7 @@ def speed_table(rows, alternate):
         "every example's final loss, not the PLD accountant's epsilon (an "
         "untimed fit first fills its cache; Opacus' "
         "loop computes no epsilon either). *plain* and *Opacus ghost clipping* "
+        "(and, for the logistic model, *Opacus hooks*) "
         "are the fastest of `--repeats` alternate runs, every other row one run. "
         "*FIL, all "
         "coordinates* is exact and adds a per-feature column (an n x 784 "
@@ -444,14 +501,17 @@ def speed_table(rows, alternate):
         "*time per epoch / plain* is that speed-up); FIL accounting ≤ 1.5 × plain "
         "for the logistic model; per-instance accounting ≤ 1.1 × plain.",
         "",
-        "Every alternate run of *plain* and *Opacus ghost clipping*, in order "
-        "(seconds for the epochs of the table):",
+        "Every alternate run of *plain* and Opacus (`ghost`, and `hooks` for "
+        "the logistic model), in order (seconds for the epochs of the table):",
         "",
     ]
-    for name, (ours, ghost) in alternate.items():
+    for name, runs in alternate.items():
         lines.append(
-            f"- {name}: plain {', '.join(f'{t:.2f}' for t in ours)}; ghost "
-            f"{', '.join(f'{t:.2f}' for t in ghost)}"
+            f"- {name}: "
+            + "; ".join(
+                f"{label} {', '.join(f'{t:.2f}' for t in times)}"
+                for label, times in runs.items()
+            )
         )
     return lines
 
