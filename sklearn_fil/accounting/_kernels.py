@@ -304,7 +304,9 @@ def gaussian_epsilons(mu, mu0, z, delta, start, knots, coef, polish, out):
         Whether to nudge each ε upwards until ``delta(eps) <= delta`` as
         computed (the starting grid is solved without).
     out : ndarray of shape (n,)
-        Output: ε, ``0`` where ``mu <= mu0`` and ``inf`` where ``mu`` is.
+        Output: ε, ``0`` where ``mu <= mu0``, and ``inf`` where ``mu`` is
+        or where ``mu^2/2 + mu z`` overflows (ε above every double, from
+        ``mu`` about 1.9e154).
     """
     n_blocks = (mu.shape[0] + _BLOCK - 1) // _BLOCK
     for blk in numba.prange(n_blocks):
@@ -347,7 +349,13 @@ def _block(mu, mu0, z, delta, start, knots, coef, polish, out, blk):
         elif m == np.inf:
             out[i] = np.inf
         else:
-            upper = max(0.5 * m * m + m * z, 1e-8)
+            top = 0.5 * m * m + m * z
+            if not top < np.inf:
+                # mu^2 / 2 overflows (inf, or inf - inf at the largest
+                # doubles when z < 0): eps is above every double
+                out[i] = np.inf
+                continue
+            upper = max(top, 1e-8)
             eps = out[i] if estimate else upper
             out[i] = _solve(eps, m, delta, log_delta, upper, polish, estimate)
 

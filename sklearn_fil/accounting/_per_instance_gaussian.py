@@ -38,6 +38,9 @@ _FINE_GRID = 2048
 _NARROW = 1e-6
 _NO_SPLINE = np.empty((4, 0))
 _TINY = np.finfo(np.float64).tiny
+# μ²/2 overflows from about 1.9e154 (ε is then above every double): the
+# starting splines stop here
+_MU_MAX = 1e154
 # Up to this many entries, on the calling thread only (about a millisecond
 # of work: less than waking a second thread can cost on a busy machine).
 _SERIAL_UPTO = 2**14
@@ -138,14 +141,17 @@ def _epsilon(mu, delta):
     # the privacy loss is N(μ²/2, μ²), so ε = μ²/2 + μ Φ⁻¹(1 - δ) bounds δ
     z = _upper_quantile(delta)
     count, low_mu, high_mu = _kernels.range_above(mu, mu0)
+    high_mu = min(high_mu, _MU_MAX)
     start, knots, coef = np.nan, np.empty(0), _NO_SPLINE
-    if count > _GRID and high_mu <= low_mu * (1.0 + _NARROW):
+    if count <= _GRID or low_mu > _MU_MAX:
+        pass  # each entry from its upper bound
+    elif high_mu <= low_mu * (1.0 + _NARROW):
         # (nearly) one value, e.g. the same bound for every example: start
         # everyone at its epsilon
         one = np.empty(1)
         _kernel(np.array([low_mu]), mu0, z, delta, np.nan, knots, coef, False, one)
         start = one[0]
-    elif count > _GRID:
+    else:
         # log ε is smooth in log μ: a cubic spline on _GRID points starts
         # Newton within about 1e-10, so one step reaches the tolerance
         knots, coef = _spline(low_mu, high_mu, _GRID, mu0, z, delta, knots, coef)
@@ -165,16 +171,19 @@ def _epsilon_numpy(mu, delta):
     on whole arrays (SciPy's ``ndtr``); kept for the benchmark and the tests.
     """
     epsilon = np.zeros(mu.size)
-    epsilon[np.isinf(mu)] = np.inf
     # δ(0) = Φ(μ/2) - Φ(-μ/2) = erf(μ / (2 sqrt 2)): at most delta below
     # μ0 = 2 sqrt(2) erfinv(delta), where the mechanism is (0, delta)-DP already
     mu0 = 2.0 * np.sqrt(2.0) * float(erfinv(delta))
-    need = np.flatnonzero(np.isfinite(mu) & (mu > mu0))
+    # the privacy loss is N(μ²/2, μ²), so ε = μ²/2 + μ Φ⁻¹(1 - δ) bounds δ
+    z = _upper_quantile(delta)
+    with np.errstate(over="ignore", invalid="ignore"):
+        top = 0.5 * mu * mu + mu * z
+    # inf, or ε above every double (μ²/2 overflows)
+    epsilon[(mu > mu0) & ~(top < np.inf)] = np.inf
+    need = np.flatnonzero((mu > mu0) & (top < np.inf))
     if need.size:
         m = mu[need]
-        # the privacy loss is N(μ²/2, μ²), so ε = μ²/2 + μ Φ⁻¹(1 - δ) bounds δ
-        z = _upper_quantile(delta)
-        upper = np.maximum(0.5 * m * m + m * z, 1e-8)
+        upper = np.maximum(top[need], 1e-8)
         start = upper.copy()
         low_mu, high_mu = m.min(), m.max()
         if m.size > _GRID and high_mu <= low_mu * (1.0 + _NARROW):

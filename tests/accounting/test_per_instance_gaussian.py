@@ -309,3 +309,29 @@ def test_never_below_the_root_of_the_exact_curve(delta, n):
         for k in rows:
             assert _mp_delta(ref[k], mu[k]) <= delta, mu[k]
             assert _mp_delta(ref[k] * (1.0 - 1e-11), mu[k]) > delta, mu[k]
+
+
+@pytest.mark.parametrize("n", [12, 300, 10_000])
+@pytest.mark.parametrize("delta", [0.9, 1e-5])
+def test_epsilon_above_the_largest_double_is_inf(delta, n):
+    # mu^2 / 2 overflows from mu = 1.9e154: eps is above every double and
+    # inf says so. The spline through the grid's inf raised a ValueError
+    # past 256 entries, and at the largest double with delta > 1/2 the
+    # bracket mu^2/2 + mu z was inf - inf: eps NaN.
+    mu = np.append(np.geomspace(1e-3, 1e300, n - 3), [1.8e154, 1.9e154, 1.8e308])
+    eps = per_instance_gaussian_epsilon(mu, sigma=1.0, delta=delta)
+    expected_inf = mu >= 1.9e154
+    assert np.all(np.isinf(eps[expected_inf]))
+    assert np.all(np.isfinite(eps[~expected_inf]))
+    ref = _epsilon_numpy(mu, delta)
+    assert_array_equal(np.isinf(ref), expected_inf)
+    # the finite ones near the top: the root of the curve in 400 digits,
+    # eps = mu (mu/2 + s) with s = Phi^-1(1 - delta) to within 1 / mu
+    mpmath = pytest.importorskip("mpmath")
+    for k in [n - 3, np.flatnonzero(mu < 1e150)[-1]]:
+        with mpmath.workdps(400):
+            m = mpmath.mpf(float(mu[k]))
+            low = m * (m / 2 - float(special.ndtri(delta)) - 1 / m)
+            for e in (eps[k], ref[k]):
+                assert mpmath.mpf(float(e)) >= low
+                assert float(e) <= float(low) * (1.0 + 1e-11)
