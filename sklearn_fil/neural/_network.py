@@ -390,6 +390,13 @@ class Network(DenseNetwork):
         """
         xp = self.xp
         K = self.coefs[-1].shape[1]
+        if K == 1 and len(self.coefs) == 1:
+            # g = delta (x, 1) moves along -(x, 1): radially, so only the
+            # clip factor's change counts, (c + c' ||g||)^2 ||(x, 1)||^2. The
+            # general formula's ||dg||^2 - u^2 is 0 here, up to its rounding
+            # (about sqrt(eps) after the square root of the report)
+            radial = c + dc * norms
+            return radial * radial * (_inner("ij,ij->i", acts[0], acts[0], xp) + 1.0)
         directions = np.eye(K) if K == 1 else np.vstack([np.eye(K), np.ones(K)])
         dd = -_backend.asarray(directions, xp, _backend.device(deltas[-1]))[None, ...]
         gg = g_dg = 0.0
