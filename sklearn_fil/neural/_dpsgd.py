@@ -536,9 +536,9 @@ class DPSGDClassifier(GuaranteeMixin, ClassifierMixin, BaseEstimator):
         "verbose": ["verbose"],
     }
 
-    # Binary logistic regression on NumPy without FIL accounting takes its
-    # steps by one numba pass each (BinaryLinearSteps); False forces the
-    # general path (tests compare the two).
+    # Binary logistic regression on NumPy takes its steps by one numba pass
+    # each (BinaryLinearSteps); False forces the general path (tests compare
+    # the two).
     _fast_linear = True
 
     def __init__(
@@ -978,9 +978,9 @@ class DPSGDClassifier(GuaranteeMixin, ClassifierMixin, BaseEstimator):
         sampler, C = plan.sampler, plan.C
         recorder = StepRecorder(self.record_steps)
         finite = FiniteCheck(xp)
-        # binary logistic regression without FIL: one kernel pass a step
+        # binary logistic regression: one kernel pass a step
         fast = None
-        if fil is None and self._fast_linear and BinaryLinearSteps.applies(net, X, Y):
+        if self._fast_linear and BinaryLinearSteps.applies(net, X, Y):
             fast = BinaryLinearSteps(net, X, Y, C, self.clipping, optimiser.grads)
         t = 0
         for epoch in range(1, self.max_iter + 1):
@@ -992,19 +992,17 @@ class DPSGDClassifier(GuaranteeMixin, ClassifierMixin, BaseEstimator):
                 grads = new_norms = None
                 if idx.size:
                     rows = _backend.Rows(idx, n, xp, device)
-                    clipped = None if fast is None else fast(idx)
-                    if clipped is None:
+                    batch = None if fast is None else fast(idx, fil is not None)
+                    if batch is None:
                         batch = clipped_batch(
                             net, X, rows.take(Y), C, self.clipping, finite, rows=idx
                         )
                         grads = net.weighted_sum(
                             batch.acts, batch.deltas, batch.c, out=optimiser.grads
                         )
-                        clipped = batch.norms, batch.c
                     else:
                         grads = optimiser.grads
-                    g_norms, c = clipped
-                    new_norms = xp.minimum(c * g_norms / C, plan.sensitivity)
+                    new_norms = xp.minimum(batch.c * batch.norms / C, plan.sensitivity)
                     norms.update(rows, new_norms)
                     if fil is not None:
                         fil.add(net, rows, batch, rng)

@@ -235,7 +235,9 @@ def _ndtr(a):
 
 
 @numba.njit(cache=True, nogil=True)
-def binary_clipped_sum(X, Y, rows, w, b, max_grad_norm, clipping, grad_w, norms, c):
+def binary_clipped_sum(
+    X, Y, rows, w, b, max_grad_norm, clipping, grad_w, norms, c, z, delta, gathered
+):
     """One step's clipped gradient sum of binary logistic regression, in place.
 
     For each ``r = rows[i]``: the margin ``z = X[r] . w + b``, the error
@@ -245,8 +247,8 @@ def binary_clipped_sum(X, Y, rows, w, b, max_grad_norm, clipping, grad_w, norms,
     ``CLIP_NONE``, ``CLIP_HARD``, ``CLIP_GELU``), and ``grad_w += c delta
     X[r]``, the bias gradient ``+= c delta``: the general path's forward,
     backward, norms and weighted sum, with each row read once (the sum
-    added while the row is in cache) and
-    no gathered copy of the batch.
+    added while the row is in cache) and no gathered copy of the batch
+    unless ``gathered`` asks for one.
 
     Parameters
     ----------
@@ -264,8 +266,12 @@ def binary_clipped_sum(X, Y, rows, w, b, max_grad_norm, clipping, grad_w, norms,
         Clipping code.
     grad_w : ndarray of shape (d,)
         Overwritten with the clipped sum of the weight gradients.
-    norms, c : ndarray of shape (b,)
-        Overwritten with each example's gradient norm and clip factor.
+    norms, c, z, delta : ndarray of shape (b,)
+        Overwritten with each example's gradient norm, clip factor, margin
+        and error.
+    gathered : ndarray of shape (b, d) or (0, d)
+        Overwritten with the rows of the batch, if it has rows (for the FIL
+        accounting, which needs them); else not written.
 
     Returns
     -------
@@ -281,18 +287,19 @@ def binary_clipped_sum(X, Y, rows, w, b, max_grad_norm, clipping, grad_w, norms,
     grad_b = 0.0
     C = max_grad_norm
     d = X.shape[1]
+    keep = gathered.shape[0] > 0
     for i in range(rows.shape[0]):
         r = rows[i]
         x = X[r]
         # BLAS dot products: a loop would add in order, one term at a time
         # (floating-point sums are not reordered), three times slower
-        z = np.dot(x, w) + b
+        margin = np.dot(x, w) + b
         x_sq = np.dot(x, x)
-        delta = 1.0 / (1.0 + math.exp(-z)) - Y[r, 0]
+        error = 1.0 / (1.0 + math.exp(-margin)) - Y[r, 0]
         weight = x_sq + 1.0
-        sq = weight * (delta * delta)
-        # an exact zero (delta = 0) is exact; NaN fails the first test
-        if not sq < math.inf or (sq < _DIRECT_FLOOR * weight and delta != 0.0):
+        sq = weight * (error * error)
+        # an exact zero (error = 0) is exact; NaN fails the first test
+        if not sq < math.inf or (sq < _DIRECT_FLOOR * weight and error != 0.0):
             return grad_b, False
         norm = math.sqrt(sq)
         if clipping == CLIP_HARD:
@@ -304,8 +311,15 @@ def binary_clipped_sum(X, Y, rows, w, b, max_grad_norm, clipping, grad_w, norms,
             factor = 1.0
         norms[i] = norm
         c[i] = factor
-        wd = delta * factor
-        for j in range(d):
-            grad_w[j] += x[j] * wd
+        z[i] = margin
+        delta[i] = error
+        wd = error * factor
+        if keep:
+            for j in range(d):
+                gathered[i, j] = x[j]
+                grad_w[j] += x[j] * wd
+        else:
+            for j in range(d):
+                grad_w[j] += x[j] * wd
         grad_b += wd
     return grad_b, True

@@ -309,11 +309,11 @@ class BinaryLinearSteps:
     :func:`~sklearn_fil.neural._kernels.binary_clipped_sum` does the work of
     :func:`clipped_batch` and :meth:`Network.weighted_sum
     <sklearn_fil.neural._network.Network.weighted_sum>` reading each sampled
-    row of ``X`` once, without gathering the batch: the same values, to
-    rounding. It gives no activations or errors, so the FIL accounting keeps
-    the general path; the per-instance accounting needs only the norms and
-    clip factors it returns. Make it after :class:`NoisySGD`, whose flat
-    vector the network's weights then are (the kernel reads them there).
+    row of ``X`` once: the same values, to rounding. The batch's rows are
+    copied out only for the FIL accounting (``gather``), which needs them,
+    with the margins, the errors and the derivatives of the clip factors.
+    Make it after :class:`NoisySGD`, whose flat vector the network's weights
+    then are (the kernel reads them there).
 
     Parameters
     ----------
@@ -331,7 +331,7 @@ class BinaryLinearSteps:
 
     def __init__(self, net, X, Y, max_grad_norm, clipping, grads):
         self.X, self.Y = X, Y
-        self.C = float(max_grad_norm)
+        self.C, self.clipping = float(max_grad_norm), clipping
         self.code = {None: CLIP_NONE, "hard": CLIP_HARD, "gelu": CLIP_GELU}[clipping]
         self.w = net.coefs[0].reshape(-1)  # views: they follow the updates
         self.b = net.intercepts[0]
@@ -342,6 +342,7 @@ class BinaryLinearSteps:
             and np.shares_memory(self.grad_w, grads[0][0])
         ):
             raise ValueError("BinaryLinearSteps needs contiguous weights.")
+        self._rows = np.empty((0, X.shape[1]))
 
     @staticmethod
     def applies(net, X, Y):
@@ -356,14 +357,23 @@ class BinaryLinearSteps:
             and Y.dtype == np.float64
         )
 
-    def __call__(self, indices):
-        """``(norms, c)`` of the batch ``indices``, the clipped sums written.
+    def __call__(self, indices, gather=False):
+        """The :class:`ClippedBatch` of ``indices``, the clipped sums written.
 
-        None when the kernel cannot vouch for its norms (see
+        Without ``gather`` only its ``norms`` and ``c`` are set. None when
+        the kernel cannot vouch for its norms (see
         :func:`~sklearn_fil.neural._kernels.binary_clipped_sum`): the
         general path must take the step.
         """
-        norms, c = np.empty(indices.size), np.empty(indices.size)
+        b = indices.size
+        norms, c, z, delta = (np.empty(b) for _ in range(4))
+        gathered = self._rows[:0]
+        if gather:
+            if self._rows.shape[0] < b:  # grows, then is reused
+                self._rows = np.empty(
+                    (max(b, 2 * self._rows.shape[0]), *self._rows.shape[1:])
+                )
+            gathered = self._rows[:b]
         grad_b, exact = binary_clipped_sum(
             self.X,
             self.Y,
@@ -375,11 +385,20 @@ class BinaryLinearSteps:
             self.grad_w,
             norms,
             c,
+            z,
+            delta,
+            gathered,
         )
         if not exact:
             return None
         self.grad_b[0] = grad_b
-        return norms, c
+        if not gather:
+            return ClippedBatch(None, None, None, norms, c, None)
+        # c again with its derivative: the FIL's ``c + dc ||g||`` cancels
+        # (to 0 for a GELU factor of C / ||g||) only between values of one
+        # computation; the kernel's differ from SciPy's by an ulp or so
+        c, dc = clip_factor(norms, self.C, self.clipping, np)
+        return ClippedBatch([gathered], z[:, None], [delta[:, None]], norms, c, dc)
 
 
 def parameter_layout(net):

@@ -63,13 +63,17 @@ def test_kernel_matches_explicit_per_example_gradients(clipping):
     X[rows[3]] = 50.0 * np.sign(w)
     Y[rows[3]] = 1.0
     grad_w = np.full(X.shape[1], np.nan)  # overwritten, not added to
-    norms, c = np.empty(rows.size), np.empty(rows.size)
+    norms, c, z, delta = (np.empty(rows.size) for _ in range(4))
+    gathered = np.empty((rows.size, X.shape[1]))
     grad_b, exact = binary_clipped_sum(
-        X, Y, rows, w, b, C, CODES[clipping], grad_w, norms, c
+        X, Y, rows, w, b, C, CODES[clipping], grad_w, norms, c, z, delta, gathered
     )
     want_w, want_b, want_norms, want_c = _brute_force(X, Y, rows, w, b, C, clipping)
     assert exact
     assert norms[3] == 0.0
+    np.testing.assert_array_equal(gathered, X[rows])
+    np.testing.assert_allclose(z, X[rows] @ w + b, rtol=1e-13)
+    np.testing.assert_allclose(delta, 1 / (1 + np.exp(-X[rows] @ w - b)) - Y[rows, 0])
     np.testing.assert_allclose(norms, want_norms, rtol=1e-13)
     np.testing.assert_allclose(c, want_c, rtol=1e-13)
     np.testing.assert_allclose(grad_w, want_w, rtol=1e-12, atol=1e-13)
@@ -83,7 +87,7 @@ def test_kernel_declines_what_it_cannot_vouch_for():
     rng = np.random.default_rng(1)
     X, Y = _data(rng, n=20, d=5)
     w = np.zeros(5)
-    out = (np.empty(5), np.empty(20), np.empty(20))
+    out = (np.empty(5), *(np.empty(20) for _ in range(4)), np.empty((0, 5)))
     rows = np.arange(20)
     assert binary_clipped_sum(X, Y, rows, w, 0.0, 1.0, CLIP_GELU, *out)[1]
     for bad in (np.inf, np.nan, 1e200):  # 1e200: ||x||^2 overflows
@@ -146,6 +150,9 @@ def _fit(fast, monkeypatch, X, y, **params):
             "public_n_samples": 600,
             "record_steps": [1, 5],
         },
+        {"fil_accounting": True},
+        {"fil_accounting": True, "fil_coordinates": 5, "private_label": True},
+        {"fil_accounting": True, "per_instance_accounting": True, "clipping": "hard"},
     ],
 )
 def test_fit_equals_general_path(params, kernel_calls, monkeypatch):
@@ -164,6 +171,8 @@ def test_fit_equals_general_path(params, kernel_calls, monkeypatch):
     report, want = fast.privacy_report_, general.privacy_report_
     assert list(report.columns) == list(want.columns)
     np.testing.assert_allclose(report, want, rtol=1e-12, atol=1e-14)
+    if params.get("fil_accounting"):
+        assert report["fil"].median() > 0 and fast.dataset_fil_ > 0
     for got, want in zip(fast.recorded_steps_, general.recorded_steps_, strict=True):
         np.testing.assert_array_equal(got.indices, want.indices)
         np.testing.assert_allclose(got.grad_coefs[0], want.grad_coefs[0], rtol=1e-12)
@@ -198,7 +207,6 @@ def test_huge_rows_take_the_general_path(kernel_calls, monkeypatch):
 @pytest.mark.parametrize(
     "params, data",
     [
-        ({"fil_accounting": True}, "binary"),
         ({"hidden_layer_sizes": (3,)}, "binary"),
         ({}, "three classes"),
     ],
