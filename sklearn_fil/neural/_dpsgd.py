@@ -992,7 +992,9 @@ class DPSGDClassifier(GuaranteeMixin, ClassifierMixin, BaseEstimator):
                 grads = new_norms = None
                 if idx.size:
                     rows = _backend.Rows(idx, n, xp, device)
-                    batch = None if fast is None else fast(idx, fil is not None)
+                    batch = None
+                    if fast is not None:
+                        batch = fast(idx, fil is not None, bool(fil and fil.groups))
                     if batch is None:
                         batch = clipped_batch(
                             net, X, rows.take(Y), C, self.clipping, finite, rows=idx

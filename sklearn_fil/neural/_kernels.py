@@ -30,8 +30,11 @@ CLIP_NONE, CLIP_HARD, CLIP_GELU = 0, 1, 2
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
-def _row_setup(i, X, W, P, D, norms, c, dc, S, S2, v):
-    """Per-example scalars of the closed form; fills ``S``, ``S2``, ``v``."""
+def _row_setup(i, X, xi, W, P, D, norms, c, dc, S, S2, v):
+    """Per-example scalars of the closed form; fills ``S``, ``S2``, ``v``.
+
+    Example ``i`` of the batch is row ``xi`` of ``X``.
+    """
     K = W.shape[1]
     if K == 1:
         S[0, 0] = P[i, 0] * (1.0 - P[i, 0])
@@ -54,13 +57,13 @@ def _row_setup(i, X, W, P, D, norms, c, dc, S, S2, v):
             S2[k, q] = acc
     A = 1.0
     for t in range(X.shape[1]):
-        A += X[i, t] * X[i, t]
+        A += X[xi, t] * X[xi, t]
     radial = c[i] + dc[i] * norms[i]
     return d_sq, A, c[i] * c[i], radial * radial, 1.0 / max(norms[i], _TINY)
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
-def _column_value(i, j, X, W, S2, v, d_sq, A, c2, r2, inv_norm):
+def _column_value(xi, j, X, W, S2, v, d_sq, A, c2, r2, inv_norm):
     """``||J_i e_j||^2`` from the per-example scalars."""
     K = W.shape[1]
     if K == 1:  # binary: scalars, no loops in the innermost position
@@ -76,7 +79,7 @@ def _column_value(i, j, X, W, S2, v, d_sq, A, c2, r2, inv_norm):
             for q in range(K):
                 row += S2[k, q] * W[j, q]
             dq += W[j, k] * row
-    x = X[i, j]
+    x = X[xi, j]
     u = (x * d_sq + A * dd) * inv_norm
     u_sq = u * u
     # As clipped_tangent_sq_norm in _network: two non-negative terms.
@@ -121,7 +124,7 @@ def linear_jacobian_sq_norms(X, coords, W, P, D, norms, c, dc, out):
     K = W.shape[1]
     for i in numba.prange(X.shape[0]):
         S, S2, v = np.empty((K, K)), np.empty((K, K)), np.empty(K)
-        d_sq, A, c2, r2, inv_norm = _row_setup(i, X, W, P, D, norms, c, dc, S, S2, v)
+        d_sq, A, c2, r2, inv_norm = _row_setup(i, X, i, W, P, D, norms, c, dc, S, S2, v)
         for jj in range(coords.shape[0]):
             out[i, jj] = _column_value(
                 i, coords[jj], X, W, S2, v, d_sq, A, c2, r2, inv_norm
@@ -130,25 +133,31 @@ def linear_jacobian_sq_norms(X, coords, W, P, D, norms, c, dc, out):
 
 @numba.njit(cache=True, nogil=True, parallel=True)
 def linear_fil_accumulate(
-    X, coords, W, P, D, norms, c, dc, rows, scale, trace_factor, trace, attr
+    X, coords, W, P, D, norms, c, dc, rows, scale, trace_factor, trace, attr, whole
 ):
     """Add one step's Fisher information to the accumulators, in place.
 
     ``trace[rows[i]] += scale * trace_factor * sum_j ||J_i e_j||^2`` and, when
     ``attr`` has rows, ``attr[rows[i], coords[j]] += scale * ||J_i e_j||^2``:
     :func:`linear_jacobian_sq_norms` without the batch x coordinates temporary.
-    ``rows`` must be distinct (a batch).
+    ``rows`` must be distinct (a batch). ``X`` is the batch, or with
+    ``whole`` the whole data, whose rows ``rows`` are the batch.
     """
     K = W.shape[1]
     per_attribute = attr.shape[0] > 0
-    for i in numba.prange(X.shape[0]):
+    for i in numba.prange(rows.shape[0]):
         S, S2, v = np.empty((K, K)), np.empty((K, K)), np.empty(K)
-        d_sq, A, c2, r2, inv_norm = _row_setup(i, X, W, P, D, norms, c, dc, S, S2, v)
         r = rows[i]
+        xi = np.int64(i)  # one integer type for both (numba would unify to float)
+        if whole:
+            xi = np.int64(r)
+        d_sq, A, c2, r2, inv_norm = _row_setup(
+            i, X, xi, W, P, D, norms, c, dc, S, S2, v
+        )
         total = 0.0
         for jj in range(coords.shape[0]):
             j = coords[jj]
-            value = _column_value(i, j, X, W, S2, v, d_sq, A, c2, r2, inv_norm)
+            value = _column_value(xi, j, X, W, S2, v, d_sq, A, c2, r2, inv_norm)
             total += value
             if per_attribute:
                 attr[r, j] += scale * value
@@ -236,7 +245,7 @@ def _ndtr(a):
 
 @numba.njit(cache=True, nogil=True)
 def binary_clipped_sum(
-    X, Y, rows, w, b, max_grad_norm, clipping, grad_w, norms, c, z, delta, gathered
+    X, Y, rows, w, b, max_grad_norm, clipping, grad_w, norms, c, z, delta, sq, gathered
 ):
     """One step's clipped gradient sum of binary logistic regression, in place.
 
@@ -266,9 +275,9 @@ def binary_clipped_sum(
         Clipping code.
     grad_w : ndarray of shape (d,)
         Overwritten with the clipped sum of the weight gradients.
-    norms, c, z, delta : ndarray of shape (b,)
-        Overwritten with each example's gradient norm, clip factor, margin
-        and error.
+    norms, c, z, delta, sq : ndarray of shape (b,)
+        Overwritten with each example's gradient norm, clip factor, margin,
+        error and ``||X[r]||^2``.
     gathered : ndarray of shape (b, d) or (0, d)
         Overwritten with the rows of the batch, if it has rows (for the FIL
         accounting, which needs them); else not written.
@@ -294,14 +303,14 @@ def binary_clipped_sum(
         # BLAS dot products: a loop would add in order, one term at a time
         # (floating-point sums are not reordered), three times slower
         margin = np.dot(x, w) + b
-        x_sq = np.dot(x, x)
+        x_sq = sq[i] = np.dot(x, x)
         error = 1.0 / (1.0 + math.exp(-margin)) - Y[r, 0]
         weight = x_sq + 1.0
-        sq = weight * (error * error)
+        g_sq = weight * (error * error)
         # an exact zero (error = 0) is exact; NaN fails the first test
-        if not sq < math.inf or (sq < _DIRECT_FLOOR * weight and error != 0.0):
+        if not g_sq < math.inf or (g_sq < _DIRECT_FLOOR * weight and error != 0.0):
             return grad_b, False
-        norm = math.sqrt(sq)
+        norm = math.sqrt(g_sq)
         if clipping == CLIP_HARD:
             factor = C / norm if norm > C else 1.0
         elif clipping == CLIP_GELU:

@@ -368,7 +368,7 @@ class Network(DenseNetwork):
             np.sum(wd, axis=0, out=gb)
         return out
 
-    def label_sq_norm(self, acts, deltas, norms, c, dc):
+    def label_sq_norm(self, acts, deltas, norms, c, dc, x_sq=None):
         """Trace of ``J_y^T J_y`` of the clipped gradient about the label.
 
         The label enters only through the output error ``delta_L = p - y``
@@ -383,6 +383,9 @@ class Network(DenseNetwork):
             Forward and backward pass of the batch.
         norms, c, dc : ndarray of shape (b,)
             Gradient norms, clip factors and their derivatives.
+        x_sq : ndarray of shape (b,), default=None
+            ``||a_0||^2`` of each example, when known; a network without
+            hidden layers and one output then needs no ``acts``.
 
         Returns
         -------
@@ -396,7 +399,9 @@ class Network(DenseNetwork):
             # general formula's ||dg||^2 - u^2 is 0 here, up to its rounding
             # (about sqrt(eps) after the square root of the report)
             radial = c + dc * norms
-            return radial * radial * (_inner("ij,ij->i", acts[0], acts[0], xp) + 1.0)
+            if x_sq is None:
+                x_sq = _inner("ij,ij->i", acts[0], acts[0], xp)
+            return radial * radial * (x_sq + 1.0)
         directions = np.eye(K) if K == 1 else np.vstack([np.eye(K), np.ones(K)])
         dd = -_backend.asarray(directions, xp, _backend.device(deltas[-1]))[None, ...]
         gg = g_dg = 0.0

@@ -252,6 +252,10 @@ class ClippedBatch:
         Unclipped per-example gradient norms.
     c, dc : ndarray of shape (b,)
         Clip factors and their derivatives in the norm.
+    data, x_sq : ndarray or None
+        Set by :class:`BinaryLinearSteps` when ``acts`` is None: the whole
+        data, whose rows ``rows.indices`` are the batch, and the squared
+        norms of those rows.
     """
 
     acts: list
@@ -260,6 +264,8 @@ class ClippedBatch:
     norms: object
     c: object
     dc: object
+    data: object = None
+    x_sq: object = None
 
 
 class FiniteCheck:
@@ -309,9 +315,11 @@ class BinaryLinearSteps:
     :func:`~sklearn_fil.neural._kernels.binary_clipped_sum` does the work of
     :func:`clipped_batch` and :meth:`Network.weighted_sum
     <sklearn_fil.neural._network.Network.weighted_sum>` reading each sampled
-    row of ``X`` once: the same values, to rounding. The batch's rows are
-    copied out only for the FIL accounting (``gather``), which needs them,
-    with the margins, the errors and the derivatives of the clip factors.
+    row of ``X`` once: the same values, to rounding. For the FIL accounting
+    it also keeps the margins, the errors, the rows' squared norms and the
+    derivatives of the clip factors; the FIL kernel then reads the batch's
+    rows from ``X`` (in cache after the step), and the batch is copied out
+    only for the one-hot groups' generic code (``gather``).
     Make it after :class:`NoisySGD`, whose flat vector the network's weights
     then are (the kernel reads them there).
 
@@ -357,16 +365,17 @@ class BinaryLinearSteps:
             and Y.dtype == np.float64
         )
 
-    def __call__(self, indices, gather=False):
+    def __call__(self, indices, fil=False, gather=False):
         """The :class:`ClippedBatch` of ``indices``, the clipped sums written.
 
-        Without ``gather`` only its ``norms`` and ``c`` are set. None when
+        Without ``fil`` only its ``norms`` and ``c`` are set; ``acts`` is
+        None unless ``gather``. None when
         the kernel cannot vouch for its norms (see
         :func:`~sklearn_fil.neural._kernels.binary_clipped_sum`): the
         general path must take the step.
         """
         b = indices.size
-        norms, c, z, delta = (np.empty(b) for _ in range(4))
+        norms, c, z, delta, x_sq = (np.empty(b) for _ in range(5))
         gathered = self._rows[:0]
         if gather:
             if self._rows.shape[0] < b:  # grows, then is reused
@@ -387,18 +396,22 @@ class BinaryLinearSteps:
             c,
             z,
             delta,
+            x_sq,
             gathered,
         )
         if not exact:
             return None
         self.grad_b[0] = grad_b
-        if not gather:
+        if not fil:
             return ClippedBatch(None, None, None, norms, c, None)
         # c again with its derivative: the FIL's ``c + dc ||g||`` cancels
         # (to 0 for a GELU factor of C / ||g||) only between values of one
         # computation; the kernel's differ from SciPy's by an ulp or so
         c, dc = clip_factor(norms, self.C, self.clipping, np)
-        return ClippedBatch([gathered], z[:, None], [delta[:, None]], norms, c, dc)
+        acts = [gathered] if gather else None
+        return ClippedBatch(
+            acts, z[:, None], [delta[:, None]], norms, c, dc, self.X, x_sq
+        )
 
 
 def parameter_layout(net):
@@ -702,9 +715,11 @@ class FILAccumulator:
         d, scale = self.d, self.scale
         if self.xp is np and len(net.coefs) == 1:
             # NumPy logistic fast path: one numba pass adds straight into the
-            # accumulators
+            # accumulators (reading the batch's rows from the whole data when
+            # they were not gathered)
+            whole = batch.acts is None
             linear_fil_accumulate(
-                batch.acts[0],
+                batch.data if whole else batch.acts[0],
                 np.ascontiguousarray(coords, dtype=np.int64),
                 net.coefs[0],
                 net.proba(batch.logits),
@@ -717,6 +732,7 @@ class FILAccumulator:
                 d / m,
                 self.trace,
                 np.empty((0, 0)) if self.attr_sq is None else self.attr_sq,
+                whole,
             )
         else:
             sq = net.jacobian_sq_norms(
@@ -745,7 +761,7 @@ class FILAccumulator:
             rows.add(self.ones_sq, scale * ones)
         if self.label_sq is not None:
             label = net.label_sq_norm(
-                batch.acts, batch.deltas, batch.norms, batch.c, batch.dc
+                batch.acts, batch.deltas, batch.norms, batch.c, batch.dc, batch.x_sq
             )
             rows.add(self.label_sq, scale * label)
 

@@ -63,15 +63,16 @@ def test_kernel_matches_explicit_per_example_gradients(clipping):
     X[rows[3]] = 50.0 * np.sign(w)
     Y[rows[3]] = 1.0
     grad_w = np.full(X.shape[1], np.nan)  # overwritten, not added to
-    norms, c, z, delta = (np.empty(rows.size) for _ in range(4))
+    norms, c, z, delta, sq = (np.empty(rows.size) for _ in range(5))
     gathered = np.empty((rows.size, X.shape[1]))
     grad_b, exact = binary_clipped_sum(
-        X, Y, rows, w, b, C, CODES[clipping], grad_w, norms, c, z, delta, gathered
+        X, Y, rows, w, b, C, CODES[clipping], grad_w, norms, c, z, delta, sq, gathered
     )
     want_w, want_b, want_norms, want_c = _brute_force(X, Y, rows, w, b, C, clipping)
     assert exact
     assert norms[3] == 0.0
     np.testing.assert_array_equal(gathered, X[rows])
+    np.testing.assert_allclose(sq, np.sum(X[rows] ** 2, axis=1), rtol=1e-13)
     np.testing.assert_allclose(z, X[rows] @ w + b, rtol=1e-13)
     np.testing.assert_allclose(delta, 1 / (1 + np.exp(-X[rows] @ w - b)) - Y[rows, 0])
     np.testing.assert_allclose(norms, want_norms, rtol=1e-13)
@@ -87,7 +88,7 @@ def test_kernel_declines_what_it_cannot_vouch_for():
     rng = np.random.default_rng(1)
     X, Y = _data(rng, n=20, d=5)
     w = np.zeros(5)
-    out = (np.empty(5), *(np.empty(20) for _ in range(4)), np.empty((0, 5)))
+    out = (np.empty(5), *(np.empty(20) for _ in range(5)), np.empty((0, 5)))
     rows = np.arange(20)
     assert binary_clipped_sum(X, Y, rows, w, 0.0, 1.0, CLIP_GELU, *out)[1]
     for bad in (np.inf, np.nan, 1e200):  # 1e200: ||x||^2 overflows
@@ -120,9 +121,13 @@ def kernel_calls(monkeypatch):
     return calls
 
 
-def _cancer():
+def _cancer(onehot=False):
     X, y = load_breast_cancer(return_X_y=True)
-    return StandardScaler().fit_transform(X), y
+    X = StandardScaler().fit_transform(X)
+    if onehot:  # a one-hot group of three columns, from the first feature
+        level = np.digitize(X[:, 0], [-0.5, 0.5])
+        X = np.column_stack([X, np.eye(3)[level]])
+    return X, y
 
 
 def _fit(fast, monkeypatch, X, y, **params):
@@ -153,10 +158,15 @@ def _fit(fast, monkeypatch, X, y, **params):
         {"fil_accounting": True},
         {"fil_accounting": True, "fil_coordinates": 5, "private_label": True},
         {"fil_accounting": True, "per_instance_accounting": True, "clipping": "hard"},
+        {
+            "fil_accounting": True,
+            "private_label": True,
+            "onehot_groups": {"g": [30, 31, 32]},
+        },
     ],
 )
 def test_fit_equals_general_path(params, kernel_calls, monkeypatch):
-    X, y = _cancer()
+    X, y = _cancer(onehot="onehot_groups" in params)
     fast = _fit(True, monkeypatch, X, y, **params)
     steps = kernel_calls[0]
     general = _fit(False, monkeypatch, X, y, **params)
@@ -173,6 +183,9 @@ def test_fit_equals_general_path(params, kernel_calls, monkeypatch):
     np.testing.assert_allclose(report, want, rtol=1e-12, atol=1e-14)
     if params.get("fil_accounting"):
         assert report["fil"].median() > 0 and fast.dataset_fil_ > 0
+        np.testing.assert_allclose(
+            fast.attribute_fil_, general.attribute_fil_, rtol=1e-12
+        )
     for got, want in zip(fast.recorded_steps_, general.recorded_steps_, strict=True):
         np.testing.assert_array_equal(got.indices, want.indices)
         np.testing.assert_allclose(got.grad_coefs[0], want.grad_coefs[0], rtol=1e-12)
