@@ -5,7 +5,9 @@
 clipped per-example gradients of one, a :class:`NoisySGD` releases their noisy
 sum and takes the step, a :class:`FILAccumulator` and a
 :class:`NormAccountant` account every example's exposure, and a
-:class:`StepRecorder` keeps chosen steps as :class:`RecordedStep`.
+:class:`StepRecorder` keeps chosen steps as :class:`RecordedStep`. For
+binary logistic regression on NumPy, :class:`BinaryLinearSteps` does the
+work of :func:`clipped_batch` and of the clipped sum in one numba pass.
 
 The batches and the coordinates of the FIL trace estimate come from the one
 host generator of the fit, in a fixed order per step: the batch (Poisson
