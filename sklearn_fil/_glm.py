@@ -15,7 +15,7 @@ solved, inverted and judged singular the same way everywhere.
 
 import functools
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import nullcontext
+from contextlib import contextmanager
 
 import numba
 import numpy as np
@@ -33,8 +33,8 @@ from sklearn_fil.utils._sparse import issparse, scale_rows
 # the minimiser is then not unique and its FIL unbounded.
 SINGULAR_RTOL = 1e3 * np.finfo(np.float64).eps
 # Multiply-adds ``rows * p**2`` of a pass (a Gram of ``rows x p`` data, or the
-# algebra of a ``p x p`` matrix) up to which BLAS runs on one thread
-# (small_blas). On 2 cores: a 101 x 101 eigh took 2.4 ms on one thread, 8.5 ms
+# algebra of a ``p x p`` matrix) up to which BLAS and numba run on one thread
+# (small_work). On 2 cores: a 101 x 101 eigh took 2.4 ms on one thread, 8.5 ms
 # on two and up to 70 ms right after a pass over the data (its threads still
 # spinning); a report on 10^5 x 20 data 65 ms against 111 ms, a linear fit on
 # 3 * 10^4 x 100 126 against 145 ms; two threads win from about 10^9 (a
@@ -75,8 +75,8 @@ def blas_threads():
 def pass_threads():
     """Threads of a pass over the rows: the most BLAS or numba may run on now.
 
-    :func:`small_blas` limits BLAS alone: the kernels of a small report still
-    take every core.
+    Both count: under a BLAS limit alone (``threadpool_limits(1)``) the
+    numba kernels still take every core. :func:`small_work` limits both.
     """
     return max(blas_threads(), numba.get_num_threads())
 
@@ -86,17 +86,29 @@ def one_blas_thread():
     return _blas_pools().limit(limits=1)
 
 
-def small_blas(rows, p):
-    """Context for work on ``rows x p`` data: BLAS on one thread if it is small.
+@contextmanager
+def small_work(rows, p):
+    """Context for work on ``rows x p`` data: one thread if it is small.
 
-    Up to ``rows * p**2 = SMALL_WORK`` one thread is faster: thin products
-    gain little from a second thread, and it does not wait on threads that
-    an earlier pass (BLAS or numba) left spinning. Results are the same up
-    to the order of BLAS's sums.
+    Up to ``rows * p**2 = SMALL_WORK`` BLAS and numba (in the calling thread)
+    run on one thread, and :func:`row_parallel` runs its segments in turn:
+    thin products gain little from a second thread, and no thread waits on
+    another that an earlier pass left spinning or that a busy machine has
+    descheduled. On 2 cores under a load of 2 a linear fit on ``10**4 x
+    100`` data took 49 ms so against 97-199 ms with numba's two threads; on
+    an idle machine 48 ms against 42-64 ms. Results are the same up to the
+    order of the sums.
     """
     if rows * p * p > SMALL_WORK:
-        return nullcontext()
-    return one_blas_thread()
+        yield
+        return
+    numba_threads = numba.get_num_threads()
+    with one_blas_thread():
+        numba.set_num_threads(1)
+        try:
+            yield
+        finally:
+            numba.set_num_threads(numba_threads)
 
 
 def penalty(p, n_eff, lam, fit_intercept, penalize_intercept):
@@ -254,7 +266,7 @@ class SPDFactor:
         S = H * np.outer(self.scale, self.scale)
         if reg is not None:
             S[np.diag_indices_from(S)] = diag * self.scale**2  # ones, to rounding
-        with small_blas(*S.shape):
+        with small_work(*S.shape):
             eval_, evec = linalg.eigh(S)
         if not eval_[-1] > 0 or eval_[0] <= SINGULAR_RTOL * eval_[-1]:
             raise ValueError(
@@ -277,7 +289,7 @@ class SPDFactor:
     def inverse(self):
         """``H^-1`` as a dense matrix."""
         V = self.eigenvectors
-        with small_blas(*V.shape):
+        with small_work(*V.shape):
             inverse = (V / self.eigenvalues) @ V.T
         return inverse * np.outer(self.scale, self.scale)
 
@@ -365,7 +377,7 @@ def fit_glm(
         args = (loss, lam, fit_intercept, penalize_intercept, tol, max_iter)
         subsample = _strided_rows(X, y, omega, WARM_START_ROWS)
         try:
-            with small_blas(*subsample[0].shape):
+            with small_work(*subsample[0].shape):
                 w0, _ = fit_glm(*subsample, *args)
         except ValueError:
             # the subsample may have no unique minimiser where the data do

@@ -341,8 +341,8 @@ def fisher_information_loss(
         problem = replace(
             problem, loss_hessian=_check_loss_hessian(loss_hessian, problem)
         )
-    # small data: BLAS on one thread for the whole report (see small_blas)
-    with _glm.small_blas(X.shape[0], X.shape[1] + (intercept is not None)):
+    # small data: one thread for the whole report (see small_work)
+    with _glm.small_work(X.shape[0], X.shape[1] + (intercept is not None)):
         return _fisher_information_loss(problem, sigma, private_label, onehot, groups)
 
 
@@ -467,13 +467,13 @@ def _assemble(problem, sums, layout, sigma, per_example):
     ``per_example(rotations)`` returns ``fil, dfil, mse_bound,
     attribute_fil``: NumPy arrays here, lazy Dask arrays on the Dask path.
     """
-    # the p x p algebra on one thread when p is small (see small_blas)
+    # the p x p algebra on one thread when p is small (see small_work)
     p = problem.coef.size + problem.has_b
-    with _glm.small_blas(p, p):
+    with _glm.small_work(p, p):
         H, H_inv = _hessian(problem, sums)
         rotations = _Rotations.of(problem, H_inv, layout, sigma)
     fil, dfil, mse_bound, attribute_fil = per_example(rotations)
-    with _glm.small_blas(p, p):
+    with _glm.small_work(p, p):
         total_attribute_fil, dataset_fil, group_fil = _totals(
             problem, sums, H_inv, layout, sigma
         )

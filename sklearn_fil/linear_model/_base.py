@@ -23,7 +23,7 @@ from sklearn.utils import assert_all_finite
 from sklearn.utils.multiclass import check_classification_targets, type_of_target
 from sklearn.utils.validation import check_is_fitted, check_non_negative, validate_data
 
-from sklearn_fil._glm import fit_glm, row_parallel, small_blas
+from sklearn_fil._glm import fit_glm, row_parallel, small_work
 from sklearn_fil._report import (
     attribute_fil_sd,
     attribute_sizes,
@@ -194,8 +194,8 @@ class BaseReleasedGLM(GuaranteeMixin, BaseEstimator):
         prepare = self._prepare_dask if is_dask(X) else self._prepare
         X, y, omega, classes, groups, delta = prepare(X, y, sample_weight)
         fit_weight = omega  # the caller's weights (IRFIL's may change)
-        # small data: BLAS on one thread for every pass (see small_blas)
-        with small_blas(X.shape[0], X.shape[1] + self.fit_intercept):
+        # small data: one thread for every pass (see small_work)
+        with small_work(X.shape[0], X.shape[1] + self.fit_intercept):
             w, omega, result = self._solve(X, y, omega, groups)
             # in units of each attribute's std (weighted, of the rows as fitted)
             variance = attribute_variances(X, y, result.attributes, fit_weight)

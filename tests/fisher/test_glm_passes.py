@@ -8,6 +8,7 @@ cache-sized buffer, the margin Newton reuses, and the one-thread context of
 small work (which must also give the threads back).
 """
 
+import numba
 import numpy as np
 import pytest
 from numpy.testing import assert_allclose
@@ -109,12 +110,20 @@ def test_gradient_in_one_read_equals_two_passes(monkeypatch, n_threads, has_inte
     assert passes.objective(w) == pytest.approx(objective, rel=1e-13)
 
 
-def test_small_blas_limits_and_restores_threads():
-    before = _blas_threads()
+def test_small_work_limits_and_restores_threads():
+    before, numba_before = _blas_threads(), numba.get_num_threads()
     p = 11
     small_rows = int(_glm.SMALL_WORK // p**2)
-    with _glm.small_blas(small_rows, p):
+    with _glm.small_work(small_rows, p):
         assert set(_blas_threads()) == {1}
+        assert numba.get_num_threads() == 1
+        assert _glm.pass_threads() == 1
     assert _blas_threads() == before
-    with _glm.small_blas(small_rows + 1, p):
+    assert numba.get_num_threads() == numba_before
+    with _glm.small_work(small_rows + 1, p):
         assert _blas_threads() == before
+        assert numba.get_num_threads() == numba_before
+    with pytest.raises(RuntimeError), _glm.small_work(small_rows, p):
+        raise RuntimeError  # restored on the way out of an error too
+    assert numba.get_num_threads() == numba_before
+    assert _blas_threads() == before
