@@ -251,11 +251,11 @@ def newton(eps, mu, delta, log_delta, lo, hi, accept):
             lo = eps
         else:
             hi = eps
-        if it == 0 and accept > 0.0 and value <= delta:
+        noise = curve_rounding(eps, mu, value, slope)
+        if it == 0 and accept > 0.0 and value + 2.0 * noise <= delta:
             # eps - root within max(accept / 2, 2 noise) of accept, to first
             # order in eps - root (no logarithm, no division)
             off = abs(delta - value - accept * slope)
-            noise = curve_rounding(eps, mu, value, slope)
             if off <= max(0.5 * accept * slope, 2.0 * noise):
                 return eps, value, slope, True
         if value > 0.0 and slope > 0.0:
@@ -305,8 +305,9 @@ def rounding(eps, mu, value, slope):
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
 def nudge(eps, mu, delta, value, slope):
-    """First of ``eps + s, eps + 3s, eps + 7s, ...`` with ``delta(.) <= delta``
-    as computed (a NaN curve stops).
+    """First of ``eps + s, eps + 3s, eps + 7s, ...`` with ``delta(.) <=
+    delta`` as computed, by twice :func:`curve_rounding` (``inf`` if none
+    is, or the curve is NaN, within ``MAX_NUDGES``).
 
     ``s = max(4 ulp(eps), NUDGE_RTOL eps, rounding)``, the rounding of the
     root estimated from ``value`` and ``slope`` (the curve near ``eps``):
@@ -318,12 +319,12 @@ def nudge(eps, mu, delta, value, slope):
         step = noise
     eps += step
     for _ in range(MAX_NUDGES):
-        value, _ = delta_curve(eps, mu)
-        if not value > delta:
-            break
+        value, slope = delta_curve(eps, mu)
+        if value + 2.0 * curve_rounding(eps, mu, value, slope) <= delta:
+            return eps
         eps += step
         step *= 2.0
-    return eps
+    return np.inf
 
 
 @numba.njit(cache=True, nogil=True)

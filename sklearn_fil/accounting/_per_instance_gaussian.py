@@ -24,6 +24,7 @@ from sklearn_fil.accounting._kernels import EXP_SAFE as _EXP_SAFE
 from sklearn_fil.accounting._kernels import MAX_ITER as _MAX_ITER
 from sklearn_fil.accounting._kernels import MAX_NUDGES as _MAX_NUDGES
 from sklearn_fil.accounting._kernels import NUDGE_RTOL as _NUDGE_RTOL
+from sklearn_fil.accounting._kernels import ROUNDING as _ROUNDING
 from sklearn_fil.accounting._kernels import SERIES_BELOW as _SERIES_BELOW
 from sklearn_fil.accounting._kernels import STEP_RTOL as _STEP_RTOL
 
@@ -47,6 +48,17 @@ _MU_MAX = 1e154
 # Up to this many entries, on the calling thread only (about a millisecond
 # of work: less than waking a second thread can cost on a busy machine).
 _SERIAL_UPTO = 2**14
+
+
+def _zero_below(delta):
+    """``μ0``: up to it, the mechanism is (0, delta)-DP already.
+
+    ``δ(0) = Φ(μ/2) - Φ(-μ/2) = erf(μ / (2 sqrt 2))`` is at most delta up to
+    ``2 sqrt(2) erfinv(delta)``; taken 16 ulps lower (SciPy's ``erfinv`` is
+    within 4 of it) so that no μ above the exact threshold is given 0: the
+    few just below it go through the iteration, to a tiny positive ε.
+    """
+    return 2.0 * np.sqrt(2.0) * float(erfinv(delta)) * (1.0 - 16.0 * _DBL_EPSILON / 2)
 
 
 def _upper_quantile(delta):
@@ -110,6 +122,40 @@ def _delta_curve(eps, mu):
     return value, second
 
 
+def _curve_rounding(eps, mu, value, slope):
+    """How far the computed δ(ε) is off by rounding, about, as
+    :func:`~sklearn_fil.accounting._kernels.curve_rounding`."""
+    series = (eps < _SERIES_BELOW) & (mu < _SERIES_BELOW)
+    weight = np.where(series, -np.expm1(-eps), 1.0)
+    return _ROUNDING * (value + 2.0 * weight * slope)
+
+
+def _nudge(eps, mu, delta):
+    """ε nudged upwards until δ(ε) <= delta as computed, by twice its
+    rounding, as :func:`~sklearn_fil.accounting._kernels.nudge`: the first
+    step one up (the root is as often on either side) and at least the
+    rounding of the root; ``inf`` where ``_MAX_NUDGES`` doublings do not do.
+    """
+    step = np.maximum(4.0 * np.spacing(eps), _NUDGE_RTOL * eps)
+    value, slope = _delta_curve(eps, mu)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        noise = _curve_rounding(eps, mu, value, slope) / slope
+    wider = (noise > step) & (noise < np.inf)
+    step[wider] = noise[wider]
+    eps = eps + step
+    rows = np.arange(mu.size)
+    for _ in range(_MAX_NUDGES):
+        value, slope = _delta_curve(eps[rows], mu[rows])
+        margin = 2.0 * _curve_rounding(eps[rows], mu[rows], value, slope)
+        rows = rows[~(value + margin <= delta)]
+        if not rows.size:
+            return eps
+        eps[rows] += step[rows]
+        step[rows] *= 2.0
+    eps[rows] = np.inf
+    return eps
+
+
 def _newton(eps, mu, delta, lo, hi):
     """Safeguarded Newton on ``log δ(ε) = log delta`` from ``eps`` (in place).
 
@@ -162,9 +208,7 @@ def _epsilon(mu, delta):
     """
     mu = np.ascontiguousarray(mu, dtype=np.float64)
     epsilon = np.empty(mu.size)
-    # δ(0) = Φ(μ/2) - Φ(-μ/2) = erf(μ / (2 sqrt 2)): at most delta below
-    # μ0 = 2 sqrt(2) erfinv(delta), where the mechanism is (0, delta)-DP already
-    mu0 = 2.0 * np.sqrt(2.0) * float(erfinv(delta))
+    mu0 = _zero_below(delta)
     # the privacy loss is N(μ²/2, μ²), so ε = μ²/2 + μ Φ⁻¹(1 - δ) bounds δ
     z = _upper_quantile(delta)
     count, low_mu, high_mu = _kernels.range_above(mu, mu0)
@@ -198,9 +242,7 @@ def _epsilon_numpy(mu, delta):
     on whole arrays (SciPy's ``ndtr``); kept for the benchmark and the tests.
     """
     epsilon = np.zeros(mu.size)
-    # δ(0) = Φ(μ/2) - Φ(-μ/2) = erf(μ / (2 sqrt 2)): at most delta below
-    # μ0 = 2 sqrt(2) erfinv(delta), where the mechanism is (0, delta)-DP already
-    mu0 = 2.0 * np.sqrt(2.0) * float(erfinv(delta))
+    mu0 = _zero_below(delta)
     # the privacy loss is N(μ²/2, μ²), so ε = μ²/2 + μ Φ⁻¹(1 - δ) bounds δ
     z = _upper_quantile(delta)
     with np.errstate(over="ignore", invalid="ignore"):
@@ -238,19 +280,7 @@ def _epsilon_numpy(mu, delta):
             log_eps = ((coef[0, k] * x + coef[1, k]) * x + coef[2, k]) * x + coef[3, k]
             start = np.minimum(np.exp(log_eps), upper)
         eps = _newton(start, m, delta, np.zeros(m.size), upper)
-        # as computed, δ(ε) <= delta: nudge upwards where rounding says
-        # otherwise, starting one step up (the root is as often on either side)
-        step = np.maximum(4.0 * np.spacing(eps), _NUDGE_RTOL * eps)
-        eps += step
-        rows = np.arange(m.size)
-        for _ in range(_MAX_NUDGES):
-            value, _ = _delta_curve(eps[rows], m[rows])
-            rows = rows[value > delta]
-            if not rows.size:
-                break
-            eps[rows] += step[rows]
-            step[rows] *= 2.0
-        epsilon[need] = eps
+        epsilon[need] = _nudge(eps, m, delta)
     return epsilon
 
 
@@ -298,10 +328,13 @@ def per_instance_gaussian_epsilon(sensitivity, *, sigma, delta):
     delta`` holds as computed, so the answer never falls short of the root of
     the computed curve. The curve is computed in forms that do not cancel
     (for small μ with ``Φ(μ/2 - ε/μ) - Φ(-μ/2 - ε/μ)`` by its series, for
-    large ε without ``e^ε``), to within about ``1e-13`` of its root: the
+    large ε without ``e^ε``), to within about ``1e-13`` of its root, and
+    ε is nudged until ``δ(ε)`` is below delta by twice its rounding: the
     answer is never below the exact ε, and at most about ``2.5e-12`` above
-    it (checked in 60-digit arithmetic for μ from ``1e-8`` to ``1e15``). It
-    is ``inf`` where ε is above every double (μ from about ``1.9e154``).
+    it (checked in 60-digit arithmetic for μ from ``1e-8`` to ``1e15``), or
+    about ``1e-14`` above it in absolute terms where ε is near 0 (μ near the
+    threshold below which ε = 0). It is ``inf`` where ε is above every
+    double (μ from about ``1.9e154``).
     :func:`gaussian_epsilon`, which evaluates the curve as written through
     dp-accounting, agrees to about ``1e-11`` relative for μ from ``1e-4``
     to ``1e8``; outside, its rounding is larger.

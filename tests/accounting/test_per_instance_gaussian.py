@@ -362,3 +362,25 @@ def test_phi_difference_against_60_digits():
     assert np.all(np.abs(got - ref) <= 1e-15 * (1.0 + c * c) * ref)
     got = _phi_difference(c, h)
     assert np.all(np.abs(got - ref) <= 1e-15 * (1.0 + c * c) * ref)
+
+
+@pytest.mark.parametrize("n", [81, 400])
+@pytest.mark.parametrize("delta", [0.3, 1e-3, 1e-5, 1e-10, 1e-17])
+def test_at_the_threshold_below_which_eps_is_zero(delta, n):
+    # Up to mu0 = 2 sqrt(2) erfinv(delta), delta(0) <= delta: eps = 0.
+    # SciPy's erfinv is up to 4 ulps off; the float mu0 was above the exact
+    # one for 3/4 of deltas, and a mu in between got 0 for a positive eps
+    # (1e-25 to 1e-19). Just above mu0, eps is delta(0) - delta over the
+    # slope, both terms rounded: it is nudged up by twice that rounding.
+    mpmath = pytest.importorskip("mpmath")
+    with mpmath.workdps(60):
+        mu0 = float(2 * mpmath.sqrt(2) * mpmath.erfinv(delta))
+    near = mu0 * (1.0 + np.arange(-40, 41) * 1e-16)
+    mu = np.append(near, np.geomspace(1e-3, 10.0, n - near.size))
+    for eps in (
+        per_instance_gaussian_epsilon(mu, sigma=1.0, delta=delta),
+        _epsilon_numpy(mu, delta),
+    ):
+        for k in range(near.size):
+            assert _mp_delta(eps[k], mu[k]) <= delta, k
+        assert np.all(eps[: near.size] <= 1e-14)
