@@ -387,7 +387,8 @@ def merge_markdown(args, rows, alternate, elapsed):
 
     Its rows of the speed table and its line of alternate runs are replaced
     (added if missing); a line after the header says when and how they were
-    rerun. The other model's rows, the memory table and any notes are kept.
+    rerun (replacing the line of an earlier rerun). The other model's rows,
+    the memory table and any notes are kept.
     """
     name = args.only
     new_rows = speed_table(rows, alternate)
@@ -414,6 +415,8 @@ def merge_markdown(args, rows, alternate, elapsed):
         f"(load average {load} at the start, {end} at the end; "
         f"{elapsed / 60:.1f} min); every other row is from the run above"
     )
+    earlier = f"- Rows of {name} rerun at "
+    lines = [line for line in lines if not line.startswith(earlier)]
     wall = next(i for i, line in enumerate(lines) if line.startswith("- Wall time"))
     lines.insert(wall + 1, note)
     args.out.write_text("\n".join(lines) + "\n")
