@@ -59,6 +59,10 @@ def test_kernel_tests_pass_with_numba_disabled():
             str(TESTS / "neural" / "test_noise.py"),
             str(TESTS.parent / "sklearn_fil" / "neural" / "_noise.py"),
             str(TESTS / "accounting" / "test_per_instance_gaussian.py"),
+            # the squared leave-one-out rows and the report's column moments
+            # (whole files, ~5 s and ~3 s interpreted)
+            str(TESTS / "linear_model" / "test_leave_one_out.py"),
+            str(TESTS / "test_report.py"),
         ],
         cwd=TESTS.parent,
         env=env,
