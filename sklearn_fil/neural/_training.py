@@ -36,6 +36,7 @@ from sklearn_fil.neural._kernels import (
     CLIP_NONE,
     binary_clipped_sum,
     linear_fil_accumulate,
+    linear_fil_accumulate_serial,
     noisy_sgd_block,
 )
 from sklearn_fil.neural._network import (
@@ -44,6 +45,10 @@ from sklearn_fil.neural._network import (
     clip_factor,
 )
 from sklearn_fil.neural._noise import NoiseStreams, block_bounds, seed_sequence
+
+# Sampled coordinates up to which the logistic FIL kernel runs on one thread
+# (see linear_fil_accumulate_serial).
+_SERIAL_FIL_COORDINATES = 64
 
 
 def _read_only(array):
@@ -720,7 +725,10 @@ class FILAccumulator:
             # accumulators (reading the batch's rows from the whole data when
             # they were not gathered)
             whole = batch.acts is None
-            linear_fil_accumulate(
+            kernel = linear_fil_accumulate
+            if coords.size <= _SERIAL_FIL_COORDINATES:
+                kernel = linear_fil_accumulate_serial
+            kernel(
                 batch.data if whole else batch.acts[0],
                 np.ascontiguousarray(coords, dtype=np.int64),
                 net.coefs[0],

@@ -20,6 +20,8 @@ from sklearn_fil.neural._kernels import (
     CLIP_NONE,
     _ndtr,
     binary_clipped_sum,
+    linear_fil_accumulate,
+    linear_fil_accumulate_serial,
 )
 
 CODES = {None: CLIP_NONE, "hard": CLIP_HARD, "gelu": CLIP_GELU}
@@ -230,3 +232,37 @@ def test_other_models_keep_the_general_path(params, data, kernel_calls, monkeypa
         y = y + (X[:, 0] > 1.0)
     _fit(True, monkeypatch, X, y, max_iter=1, **params)
     assert kernel_calls[0] == 0
+
+
+@pytest.mark.parametrize("per_attribute", [False, True])
+def test_fil_kernels_agree_on_whole_data_and_threads(per_attribute):
+    """The parallel and serial FIL kernels, from the batch or the whole data."""
+    rng = np.random.default_rng(2)
+    n, d, b = 300, 12, 40
+    X = rng.standard_normal((n, d))
+    W = 0.3 * rng.standard_normal((d, 1))
+    rows = np.sort(rng.choice(n, b, replace=False))
+    Xb = X[rows]
+    P = 1.0 / (1.0 + np.exp(-Xb @ W))
+    D = P - (rng.random((b, 1)) < 0.5)
+    norms = np.abs(D[:, 0]) * np.sqrt(np.sum(Xb * Xb, axis=1) + 1.0)
+    c, dc = 1.0 / (1.0 + norms), -1.0 / (1.0 + norms) ** 2
+    coords = np.array([0, 3, 4, 11])
+    results = []
+    for kernel in (linear_fil_accumulate, linear_fil_accumulate_serial):
+        for data, whole in ((Xb, False), (X, True)):
+            trace = np.zeros(n)
+            attr = np.zeros((n, d) if per_attribute else (0, 0))
+            args = (coords, W, P, D, norms, c, dc, rows, 2.0, 3.0, trace, attr, whole)
+            kernel(data, *args)
+            results.append((trace, attr))
+    for trace, attr in results[1:]:
+        np.testing.assert_array_equal(trace, results[0][0])
+        np.testing.assert_array_equal(attr, results[0][1])
+    assert np.all(results[0][0][rows] > 0) and results[0][0].sum() == pytest.approx(
+        results[0][0][rows].sum()
+    )
+    if per_attribute:  # trace = trace_factor * the sum over the coordinates
+        np.testing.assert_allclose(
+            results[0][0][rows], 3.0 * results[0][1][rows].sum(axis=1)
+        )
