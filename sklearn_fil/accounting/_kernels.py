@@ -34,8 +34,9 @@ below ``SERIES_BELOW`` in ``mu`` and ε (as written, two numbers near
 everything from ``mu ~ 1e8``). So the computed root is within about
 ``1e-13`` of the exact one, and the answer, nudged ``1e-12`` above it, is
 never below it: checked against 60-digit arithmetic, it is 0.5e-12 to
-2.5e-12 above the root for ``mu`` from 1e-8 to 1e15 and δ down to 1e-17.
-The NumPy reference agrees to about ``1e-12``.
+2e-12 above the root for ``mu`` from 1e-8 to 1e15 and δ down to 1e-17 (up
+to 1e-14 absolute where ε is near 0, and ``delta(eps)`` is checked below
+``delta`` by twice its rounding). The NumPy reference agrees to ``1e-12``.
 
 ``Phi`` is evaluated as SciPy's ``ndtr`` does (Cephes), from ``erf`` near 0
 and ``erfc`` elsewhere, so that its lower tail is accurate to relative
@@ -61,9 +62,11 @@ _HALF_LOG_2PI = 0.5 * math.log(2.0 * math.pi)
 _INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
 _DBL_EPSILON = float(np.finfo(np.float64).eps)
 # Newton on log δ(ε) converges quadratically (checked against the scalar
-# inversion): a step below this fraction of ε leaves an error of order its
-# square. The tolerance sits above the rounding of the curve near ε = 0
-# (relative 1e-12 where δ(ε) is the difference of two numbers near 1/2).
+# inversion): a step below this fraction of min(ε, μ) leaves an error of
+# order its square. log δ bends on the scale of ε for small μ, of μ (one
+# unit of ε/μ - μ/2) for large: relative to ε alone, the step left up to
+# 3e-12 of ε at ε/μ ~ 3000. The tolerance sits above the rounding of the
+# curve near ε = 0.
 STEP_RTOL = 1e-7
 MAX_ITER = 200
 # Above this ε, the second term of δ(ε) without e^ε (e^709 overflows).
@@ -226,14 +229,16 @@ def newton(eps, mu, delta, log_delta, lo, hi, accept):
     """Safeguarded Newton on ``log delta(eps) = log delta`` from ``eps``.
 
     ``[lo, hi]`` brackets the root; a step that leaves it, or is NaN, is
-    replaced by bisection. Stops after a step below ``STEP_RTOL * eps`` (the
-    value is that step's end) or once the bracket is a few ulps wide.
+    replaced by bisection. Stops after a step below ``STEP_RTOL min(eps,
+    mu)`` (the value is that step's end) or once the bracket is a few ulps
+    wide.
 
     With ``accept > 0`` (``eps`` is a start one nudge step ``accept`` above an
     estimate of the root), ``eps`` itself is the answer when its evaluation
-    gives ``delta(eps) <= delta`` and puts the root ``accept`` below it, to
-    within ``max(accept / 2, 2 noise)`` (``noise`` of :func:`rounding`):
-    where Newton's step and the first nudge would have ended.
+    gives ``delta(eps) <= delta`` (by twice :func:`curve_rounding`) and puts
+    the root ``accept`` below it, to within ``max(accept / 2, 2 noise)``
+    (``noise`` of :func:`rounding`): where Newton's step and the first nudge
+    would have ended.
 
     Returns
     -------
@@ -269,7 +274,7 @@ def newton(eps, mu, delta, log_delta, lo, hi, accept):
         inside = new >= lo and new <= hi
         if not inside:
             new = lo + 0.5 * (hi - lo)
-        done = inside and step <= STEP_RTOL * eps
+        done = inside and step <= STEP_RTOL * min(eps, mu)
         done = done or hi - lo <= 4.0 * np.spacing(hi)
         eps = new
         if done:

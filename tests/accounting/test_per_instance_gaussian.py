@@ -384,3 +384,18 @@ def test_at_the_threshold_below_which_eps_is_zero(delta, n):
         for k in range(near.size):
             assert _mp_delta(eps[k], mu[k]) <= delta, k
         assert np.all(eps[: near.size] <= 1e-14)
+
+
+@pytest.mark.parametrize("delta", [0.3, 1e-3])
+def test_newton_converged_where_eps_is_many_mu(delta):
+    # eps / mu ~ mu / 2 in the thousands: log delta bends on the scale of mu
+    # in eps, and a last Newton step of 1e-7 eps left up to 3e-12 of eps
+    # (nudged up to 4.3e-12 above the root at delta = 0.3, mu = 5800)
+    mu = np.geomspace(100.0, 1e5, 40)
+    for eps in (
+        per_instance_gaussian_epsilon(mu, sigma=1.0, delta=delta),
+        _epsilon_numpy(mu, delta),
+    ):
+        for k in range(mu.size):
+            assert _mp_delta(eps[k], mu[k]) <= delta
+            assert _mp_delta(eps[k] * (1.0 - 2e-12), mu[k]) > delta
