@@ -14,6 +14,7 @@ solved, inverted and judged singular the same way everywhere.
 # SPDX-License-Identifier: BSD-3-Clause
 
 import functools
+import threading
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 
@@ -81,9 +82,37 @@ def pass_threads():
     return max(blas_threads(), numba.get_num_threads())
 
 
+# The one-BLAS-thread contexts open in any thread of the process, and the
+# limiter that restores the limits when the last one closes (threadpoolctl's
+# limits are process-wide).
+_ONE_THREAD_LOCK = threading.Lock()
+_one_thread_depth = 0
+_one_thread_limiter = None
+
+
+@contextmanager
 def one_blas_thread():
-    """Context in which every loaded BLAS runs on one thread."""
-    return _blas_pools().limit(limits=1)
+    """Context in which every loaded BLAS runs on one thread.
+
+    The limit is process-wide, so the contexts open in all threads share one:
+    the first to open sets it, the last to close restores the limits found
+    then. (Each restoring its own would not nest across threads: two fits in
+    threads of one process, closing in the order they opened, would leave
+    BLAS on one thread for good.)
+    """
+    global _one_thread_depth, _one_thread_limiter
+    with _ONE_THREAD_LOCK:
+        if _one_thread_depth == 0:
+            _one_thread_limiter = _blas_pools().limit(limits=1)
+        _one_thread_depth += 1
+    try:
+        yield
+    finally:
+        with _ONE_THREAD_LOCK:
+            _one_thread_depth -= 1
+            if _one_thread_depth == 0:
+                _one_thread_limiter.restore_original_limits()
+                _one_thread_limiter = None
 
 
 @contextmanager

@@ -26,6 +26,7 @@ fresh ``256 x 256`` float64 temporary costs about 0.1 ms in page faults
 # SPDX-License-Identifier: BSD-3-Clause
 
 import collections
+import contextlib
 import itertools
 import math
 import threading
@@ -95,7 +96,8 @@ class StepThreads:
         return flat[:size].reshape(shape)
 
     def __enter__(self):
-        self._limit = one_blas_thread()
+        self._limit = contextlib.ExitStack()
+        self._limit.enter_context(one_blas_thread())
         self._cond = threading.Condition()
         self._job = None  # the foreground job: [tasks, next, unfinished]
         self._background = collections.deque()
@@ -118,7 +120,7 @@ class StepThreads:
         for worker in self._workers:
             worker.join()
         self._workers = []
-        self._limit.restore_original_limits()
+        self._limit.close()
         return False
 
     def _claim(self):

@@ -127,3 +127,59 @@ def test_small_work_limits_and_restores_threads():
         raise RuntimeError  # restored on the way out of an error too
     assert numba.get_num_threads() == numba_before
     assert _blas_threads() == before
+
+
+class _ProcessWideLimits:
+    """A stand-in for threadpoolctl's controller: one limit for the process."""
+
+    def __init__(self, threads):
+        self.threads = threads
+
+    def limit(self, limits):
+        saved, self.threads = self.threads, limits
+        owner = self
+
+        class Limiter:
+            def restore_original_limits(self):
+                owner.threads = saved
+
+            def __enter__(self):
+                return self
+
+            def __exit__(self, *exc):
+                self.restore_original_limits()
+
+        return Limiter()
+
+
+def test_one_blas_thread_contexts_of_two_threads_restore_the_limits(monkeypatch):
+    # limits are process-wide: two threads whose contexts close in the order
+    # they opened must leave BLAS as it was (each restoring the limit it
+    # found would leave it at one thread)
+    import threading
+
+    blas = _ProcessWideLimits(2)
+    monkeypatch.setattr(_glm, "_blas_pools", lambda: blas)
+    first_in, second_in, first_out = (threading.Event() for _ in range(3))
+    seen = []
+
+    def first():
+        with _glm.one_blas_thread():
+            first_in.set()
+            second_in.wait(10)
+        first_out.set()
+
+    def second():
+        first_in.wait(10)
+        with _glm.one_blas_thread():
+            second_in.set()
+            first_out.wait(10)
+            seen.append(blas.threads)  # still limited after the first left
+
+    threads = [threading.Thread(target=first), threading.Thread(target=second)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(20)
+    assert seen == [1]
+    assert blas.threads == 2
