@@ -63,6 +63,9 @@ def test_kernel_tests_pass_with_numba_disabled():
             # (whole files, ~5 s and ~3 s interpreted)
             str(TESTS / "linear_model" / "test_leave_one_out.py"),
             str(TESTS / "test_report.py"),
+            # DP-SGD's one-pass binary logistic steps and their FIL kernels
+            # (whole file, ~10 s interpreted)
+            str(TESTS / "neural" / "test_binary_steps.py"),
         ],
         cwd=TESTS.parent,
         env=env,
