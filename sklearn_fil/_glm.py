@@ -13,6 +13,7 @@ solved, inverted and judged singular the same way everywhere.
 # Authors: The sklearn-fil developers
 # SPDX-License-Identifier: BSD-3-Clause
 
+import contextlib
 import functools
 import threading
 from concurrent.futures import ThreadPoolExecutor
@@ -34,13 +35,19 @@ from sklearn_fil.utils._sparse import issparse, scale_rows
 # the minimiser is then not unique and its FIL unbounded.
 SINGULAR_RTOL = 1e3 * np.finfo(np.float64).eps
 # Multiply-adds ``rows * p**2`` of a pass (a Gram of ``rows x p`` data, or the
-# algebra of a ``p x p`` matrix) up to which BLAS and numba run on one thread
+# algebra of a ``p x p`` matrix) up to which BLAS runs on one thread
 # (small_work). On 2 cores: a 101 x 101 eigh took 2.4 ms on one thread, 8.5 ms
 # on two and up to 70 ms right after a pass over the data (its threads still
 # spinning); a report on 10^5 x 20 data 65 ms against 111 ms, a linear fit on
 # 3 * 10^4 x 100 126 against 145 ms; two threads win from about 10^9 (a
 # 1024 x 1024 eigh, a fit on 3 * 10^5 x 100 data).
 SMALL_WORK = 5e8
+# Entries ``rows * p`` of the data up to which numba runs on one thread too
+# (small_work): the kernels cost O(p) a row, so a small Gram is not a small
+# kernel pass. Under a load of 2 a linear fit on 10^4 x 100 data took 49 ms
+# so against 97-199 ms with two threads (48 against 42-64 ms on an idle
+# machine); a report on 10^6 x 20 data took 1.08 s on one thread, 0.59 s on two.
+SMALL_KERNEL_WORK = 5e6
 # Bytes of the rows of a weighted Gram scaled at a time by one thread, into a
 # reused buffer: they stay in its L2 cache between the scaling and the product
 # (at 10^6 x 100 on 2 cores: 0.21 s for 512 KiB, 0.24 s for 2 MiB), but never
@@ -119,25 +126,22 @@ def one_blas_thread():
 def small_work(rows, p):
     """Context for work on ``rows x p`` data: one thread if it is small.
 
-    Up to ``rows * p**2 = SMALL_WORK`` BLAS and numba (in the calling thread)
-    run on one thread, and :func:`row_parallel` runs its segments in turn:
-    thin products gain little from a second thread, and no thread waits on
-    another that an earlier pass left spinning or that a busy machine has
-    descheduled. On 2 cores under a load of 2 a linear fit on ``10**4 x
-    100`` data took 49 ms so against 97-199 ms with numba's two threads; on
-    an idle machine 48 ms against 42-64 ms. Results are the same up to the
-    order of the sums.
+    Up to ``rows * p**2 = SMALL_WORK`` BLAS runs on one thread: thin products
+    gain little from a second thread, and it does not wait on threads that
+    an earlier pass left spinning. Up to ``rows * p = SMALL_KERNEL_WORK``
+    numba does too (in the calling thread), and :func:`row_parallel` runs its
+    segments in turn: a parallel region waits for its slowest thread, which
+    a busy machine deschedules for a time slice. Results are the same up to
+    the order of the sums.
     """
-    if rows * p * p > SMALL_WORK:
+    with contextlib.ExitStack() as stack:
+        if rows * p * p <= SMALL_WORK:
+            stack.enter_context(one_blas_thread())
+        if rows * p <= SMALL_KERNEL_WORK:
+            numba_threads = numba.get_num_threads()
+            numba.set_num_threads(1)
+            stack.callback(numba.set_num_threads, numba_threads)
         yield
-        return
-    numba_threads = numba.get_num_threads()
-    with one_blas_thread():
-        numba.set_num_threads(1)
-        try:
-            yield
-        finally:
-            numba.set_num_threads(numba_threads)
 
 
 def penalty(p, n_eff, lam, fit_intercept, penalize_intercept):

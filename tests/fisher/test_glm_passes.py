@@ -113,17 +113,21 @@ def test_gradient_in_one_read_equals_two_passes(monkeypatch, n_threads, has_inte
 def test_small_work_limits_and_restores_threads():
     before, numba_before = _blas_threads(), numba.get_num_threads()
     p = 11
-    small_rows = int(_glm.SMALL_WORK // p**2)
-    with _glm.small_work(small_rows, p):
+    blas_rows = int(_glm.SMALL_WORK // p**2)  # the most rows of a small Gram
+    kernel_rows = int(_glm.SMALL_KERNEL_WORK // p)  # ... of a small kernel pass
+    with _glm.small_work(kernel_rows, p):
         assert set(_blas_threads()) == {1}
         assert numba.get_num_threads() == 1
         assert _glm.pass_threads() == 1
     assert _blas_threads() == before
     assert numba.get_num_threads() == numba_before
-    with _glm.small_work(small_rows + 1, p):
+    with _glm.small_work(blas_rows, p):  # BLAS alone
+        assert set(_blas_threads()) == {1}
+        assert numba.get_num_threads() == numba_before
+    with _glm.small_work(blas_rows + 1, p):
         assert _blas_threads() == before
         assert numba.get_num_threads() == numba_before
-    with pytest.raises(RuntimeError), _glm.small_work(small_rows, p):
+    with pytest.raises(RuntimeError), _glm.small_work(kernel_rows, p):
         raise RuntimeError  # restored on the way out of an error too
     assert numba.get_num_threads() == numba_before
     assert _blas_threads() == before
