@@ -122,6 +122,7 @@ def leave_one_out(
     max_iter=100,
     return_shifts=False,
     hessian=None,
+    gradient=None,
 ):
     """``w_-i`` and ``Delta_i = ||w* - w_-i||`` for every example ``i``.
 
@@ -149,6 +150,11 @@ def leave_one_out(
         The penalised Hessian at ``w`` when the caller has it (the engine's
         :attr:`~sklearn_fil.fisher.FisherInformationLoss.hessian`): it saves
         the Gram. Trusted as given.
+    gradient : ndarray of shape (n_params,), default=None
+        The gradient of the penalised objective at ``w`` when the caller has
+        it (the engine's
+        :attr:`~sklearn_fil.fisher.FisherInformationLoss.gradient`): it
+        saves a pass over the rows. Trusted as given.
 
     Returns
     -------
@@ -160,7 +166,8 @@ def leave_one_out(
     family = LOSSES[loss]
     reg = penalty(p, omega.sum(), lam, fit_intercept, penalize_intercept)
     passes = RowPasses(X, y, omega, loss, fit_intercept)
-    gradient = passes.gradient(w)  # keeps the margins at w
+    if gradient is None:
+        gradient = passes.gradient(w) + reg * w  # keeps the margins at w
     # the weighted curvatures; the squared loss's are the weights
     kappa = omega
     if loss != "squared":
@@ -170,7 +177,7 @@ def leave_one_out(
         hessian[np.diag_indices(p)] += reg
     factor = SPDFactor(hessian)
     # one Newton step from w: the exact minimiser to second order
-    w_hat = w - factor.solve(gradient + reg * w)
+    w_hat = w - factor.solve(gradient)
     shifts = np.zeros((n, p)) if return_shifts else None
     if loss == "squared" and not sparse.issparse(X):
         sensitivity, singular = _dense_closed_form(

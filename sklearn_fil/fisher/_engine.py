@@ -70,6 +70,10 @@ class FisherInformationLoss:
     hessian : ndarray of shape (n_params, n_params)
         Hessian ``H`` of the regularised objective at ``coef`` (intercept
         last), the matrix whose inverse every Jacobian holds.
+    gradient : ndarray of shape (n_params,)
+        Gradient of the regularised objective at ``coef`` (intercept last),
+        whose norm relative to the size of its terms is the stationarity
+        check's (see Warns of :func:`fisher_information_loss`).
     """
 
     fil: np.ndarray
@@ -82,6 +86,7 @@ class FisherInformationLoss:
     group_fil: dict | None
     n_private: int
     hessian: np.ndarray
+    gradient: np.ndarray
 
 
 def _matmul_into(A, M, out):
@@ -470,7 +475,7 @@ def _assemble(problem, sums, layout, sigma, per_example):
     # the p x p algebra on one thread when p is small (see small_work)
     p = problem.coef.size + problem.has_b
     with _glm.small_work(p, p):
-        H, H_inv = _hessian(problem, sums)
+        H, H_inv, gradient = _hessian(problem, sums)
         rotations = _Rotations.of(problem, H_inv, layout, sigma)
     fil, dfil, mse_bound, attribute_fil = per_example(rotations)
     with _glm.small_work(p, p):
@@ -488,6 +493,7 @@ def _assemble(problem, sums, layout, sigma, per_example):
         group_fil=group_fil,
         n_private=layout.n_private,
         hessian=H,
+        gradient=gradient,
     )
 
 
@@ -587,7 +593,7 @@ def _example_sums(problem, private_label, groups, same_gram):
 
 
 def _hessian(problem, sums):
-    """``H`` and ``H^-1`` at the minimiser; warns when ``coef`` is not one."""
+    """``H``, ``H^-1`` and the gradient at ``coef``; warns when it is no minimiser."""
     w = problem.w
     reg = _glm.penalty(
         w.size, sums.n_eff, problem.lam, problem.has_b, problem.penalize_intercept
@@ -605,7 +611,7 @@ def _hessian(problem, sums):
             NotAMinimiserWarning,
             stacklevel=5,
         )
-    return H, H_inv
+    return H, H_inv, grad
 
 
 def _gradient_sums(problem, u, v, w):

@@ -170,12 +170,13 @@ class BaseReleasedGLM(GuaranteeMixin, BaseEstimator):
         """Noise std of the release (before the fit); ``sigma`` by default."""
         return float(self.sigma)
 
-    def _per_instance_columns(self, X, y, w, omega, delta, hessian):
+    def _per_instance_columns(self, X, y, w, omega, delta, result):
         """Report columns of each example's own leakage (none by default).
 
         Called with the rows as fitted, the encoded targets, the minimiser,
         the scaled example weights, the guarantee's δ (or None) and the
-        penalised Hessian at the minimiser.
+        engine's result at the minimiser (its penalised Hessian and gradient
+        there save the refits passes over the rows).
         """
         return {}
 
@@ -199,9 +200,7 @@ class BaseReleasedGLM(GuaranteeMixin, BaseEstimator):
             w, omega, result = self._solve(X, y, omega, groups)
             # in units of each attribute's std (weighted, of the rows as fitted)
             variance = attribute_variances(X, y, result.attributes, fit_weight)
-            per_instance = self._per_instance_columns(
-                X, y, w, omega, delta, result.hessian
-            )
+            per_instance = self._per_instance_columns(X, y, w, omega, delta, result)
         attribute_names = self._attribute_names(result, groups, target_name)
         sizes = attribute_sizes(result.attributes)
         self.privacy_report_ = make_privacy_report(

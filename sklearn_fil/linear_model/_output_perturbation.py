@@ -108,7 +108,7 @@ class _OutputPerturbed(BaseReleasedGLM):
         """Whether the report holds the exact ``Delta_i`` or its bound."""
         return True
 
-    def _per_instance_columns(self, X, y, w, omega, delta, hessian):
+    def _per_instance_columns(self, X, y, w, omega, delta, result):
         return per_instance_columns(
             self,
             X,
@@ -117,7 +117,8 @@ class _OutputPerturbed(BaseReleasedGLM):
             omega,
             delta,
             exact=self._per_instance_exact(X.shape[0], dask=is_dask(X)),
-            hessian=hessian,
+            hessian=result.hessian,
+            gradient=result.gradient,
         )
 
 

@@ -102,7 +102,9 @@ def _block_columns(X, y, omega, accounting, refits):
     return np.column_stack(list(accounting.columns(sensitivity, omega).values()))
 
 
-def per_instance_columns(estimator, X, y, w, omega, delta, *, exact=True, hessian=None):
+def per_instance_columns(
+    estimator, X, y, w, omega, delta, *, exact=True, hessian=None, gradient=None
+):
     """``loo_sensitivity`` (or its bound), ``epsilon`` and ``epsilon_replace_one``.
 
     Parameters
@@ -128,6 +130,9 @@ def per_instance_columns(estimator, X, y, w, omega, delta, *, exact=True, hessia
     hessian : ndarray of shape (n_params, n_params), default=None
         The penalised Hessian at ``w``, if known: the refits then skip its
         Gram (required on Dask).
+    gradient : ndarray of shape (n_params,), default=None
+        The gradient of the penalised objective at ``w``, if known: the
+        in-memory refits then skip a pass over the rows.
 
     Returns
     -------
@@ -169,6 +174,13 @@ def per_instance_columns(estimator, X, y, w, omega, delta, *, exact=True, hessia
     sensitivity = None
     if exact:
         sensitivity = leave_one_out(
-            X, y, w, omega, estimator._loss, *args, hessian=hessian
+            X,
+            y,
+            w,
+            omega,
+            estimator._loss,
+            *args,
+            hessian=hessian,
+            gradient=gradient,
         ).sensitivity
     return accounting.columns(sensitivity, omega)

@@ -14,6 +14,7 @@ from numpy.testing import assert_allclose
 from scipy import sparse
 
 from sklearn_fil import _glm, _leave_one_out
+from sklearn_fil.exceptions import NotAMinimiserWarning
 from sklearn_fil.fisher import fisher_information_loss
 from sklearn_fil.linear_model import (
     OutputPerturbedLinearRegression,
@@ -159,6 +160,63 @@ def test_leave_one_out_with_the_engines_hessian(loss):
         _leave_one_out.leave_one_out(*args).sensitivity,
         rtol=1e-10,
     )
+
+
+@pytest.mark.parametrize("loss", ["squared", "logistic"])
+@pytest.mark.parametrize("weights", [None, "random"])
+def test_result_gradient_is_the_penalised_gradient(loss, weights):
+    # away from the minimiser (where it would be rounding) the gradient of
+    # sum_i omega_i l_i + (sum(omega) lam / 2) ||w||^2, by NumPy
+    problem = make_problem(loss, n=50, d=3, lam=0.1, weights=weights)
+    problem["coef"] = problem["coef"] + [0.3, -0.2, 0.1]
+    X, y, coef, b = (problem[k] for k in ("X", "y", "coef", "intercept"))
+    omega = problem["sample_weight"]
+    omega = np.ones(len(X)) if omega is None else omega
+    m = X @ coef + b
+    r = m - y if loss == "squared" else 1.0 / (1.0 + np.exp(-m)) - y
+    w = np.append(coef, b)
+    reg = np.append(np.full(3, omega.sum() * 0.1), 0.0)  # intercept unpenalised
+    expected = np.column_stack([X, np.ones(len(X))]).T @ (omega * r) + reg * w
+    with pytest.warns(NotAMinimiserWarning):
+        result = _run(problem)
+    assert_allclose(result.gradient, expected, rtol=1e-12, atol=1e-14)
+
+
+@pytest.mark.parametrize("loss", ["squared", "logistic"])
+def test_leave_one_out_with_the_engines_gradient(loss):
+    # weights off the minimiser, so that the refinement's gradient matters:
+    # the refits from the engine's gradient equal those from their own pass
+    problem = make_problem(loss, n=40, d=3, lam=0.1)
+    problem["coef"] = problem["coef"] + 1e-6
+    X, y = problem["X"], problem["y"]
+    w = np.append(problem["coef"], problem["intercept"])
+    args = (X, y, w, np.ones(len(X)), loss, 0.1, True, problem["penalize_intercept"])
+    result = _run(problem)  # within the stationarity check's 1e-6
+    own = _leave_one_out.leave_one_out(*args)
+    given = _leave_one_out.leave_one_out(*args, gradient=result.gradient)
+    assert_allclose(given.sensitivity, own.sensitivity, rtol=1e-10)
+    assert_allclose(given.minimiser, own.minimiser, rtol=1e-12)
+    # a wrong gradient moves the refined minimiser: the argument is used
+    wrong = _leave_one_out.leave_one_out(*args, gradient=2.0 * result.gradient)
+    assert not np.allclose(wrong.minimiser, own.minimiser, rtol=1e-9, atol=0)
+
+
+def test_linear_fit_refits_make_no_gradient_pass(monkeypatch):
+    # the refits' Newton refinement takes the engine's gradient
+    rng = np.random.default_rng(2)
+    X = rng.standard_normal((200, 4))
+    y = X @ [1.0, -1.0, 0.5, 0.0] + 0.3 * rng.standard_normal(200)
+    calls = []
+    real = _glm.RowPasses.gradient
+
+    def spy(self, w):
+        calls.append(w.copy())
+        return real(self, w)
+
+    monkeypatch.setattr(_glm.RowPasses, "gradient", spy)
+    est = OutputPerturbedLinearRegression(lam=0.05, random_state=0).fit(X, y)
+    assert est.privacy_report_["loo_sensitivity"].notna().all()  # refits ran
+    assert calls == []
 
 
 @pytest.mark.parametrize(
