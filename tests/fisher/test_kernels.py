@@ -212,9 +212,9 @@ def test_plain_attribute_loop_matches_scattered_columns():
     rng = np.random.default_rng(7)
     n, p, d = 300, 5, 4
     gamma = np.sort(rng.random(p))[::-1]
+    YU, G = rng.standard_normal((n, p)), rng.standard_normal((n, d))
     args = dict(
-        YU=rng.standard_normal((n, p)),
-        G=rng.standard_normal((n, d)),
+        Z=np.hstack([YU, G]),
         yu_off=rng.standard_normal(p),
         g_off=rng.standard_normal(d),
         r=rng.standard_normal(n),
@@ -257,8 +257,8 @@ def test_plain_attribute_loop_matches_scattered_columns():
     np.testing.assert_array_equal(plain[2][:, :d], scattered[2][:, d - 1 :: -1])
     np.testing.assert_array_equal(plain[2][:, d], scattered[2][:, d])
     # one attribute by its formula: omega^2 (c^2 w^2 a + 2 c r w g + r^2 h) / sigma^2
-    yu = args["YU"] + args["yu_off"]
-    gi = args["G"] + args["g_off"]
+    yu = YU + args["yu_off"]
+    gi = G + args["g_off"]
     a = np.sum(yu**2, axis=1)
     w = args["w_feat"]
     expected = args["omega2"][:, None] * (
