@@ -266,3 +266,34 @@ def test_fil_kernels_agree_on_whole_data_and_threads(per_attribute):
         np.testing.assert_allclose(
             results[0][0][rows], 3.0 * results[0][1][rows].sum(axis=1)
         )
+
+
+def test_column_major_input_takes_the_one_pass_steps(monkeypatch):
+    # a DataFrame's values are column-major; the fit copies them to C order,
+    # so the one-pass steps apply (their gathers of strided rows made a fit
+    # 17x slower) and the model is the one fitted on the C array
+    import pandas as pd
+
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((400, 6))
+    y = (X @ rng.standard_normal(6) > 0).astype(int)
+    calls = []
+    real = _training.BinaryLinearSteps.__call__
+
+    def spy(self, *args, **kwargs):
+        calls.append(self.X.flags.c_contiguous)
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(_training.BinaryLinearSteps, "__call__", spy)
+    ref = DPSGDClassifier(max_iter=2, batch_size=64, random_state=0).fit(X, y)
+    n_steps = len(calls)
+    frame = pd.DataFrame(np.asfortranarray(X), columns=[f"f{j}" for j in range(6)])
+    assert frame.to_numpy().flags.f_contiguous  # the layout this test is about
+    for data in (np.asfortranarray(X), frame):
+        calls.clear()
+        est = DPSGDClassifier(max_iter=2, batch_size=64, random_state=0).fit(data, y)
+        assert n_steps > 0 and calls == [True] * n_steps
+        np.testing.assert_array_equal(est.coefs_[0], ref.coefs_[0])
+        np.testing.assert_array_equal(
+            est.privacy_report_["fil"].to_numpy(), ref.privacy_report_["fil"].to_numpy()
+        )
