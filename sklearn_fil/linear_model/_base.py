@@ -176,7 +176,7 @@ class BaseReleasedGLM(GuaranteeMixin, BaseEstimator):
         Called with the rows as fitted, the encoded targets, the minimiser,
         the scaled example weights, the guarantee's δ (or None) and the
         engine's result at the minimiser (its penalised Hessian and gradient
-        there save the refits passes over the rows).
+        there save the refits' passes over the rows).
         """
         return {}
 
