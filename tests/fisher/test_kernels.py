@@ -93,6 +93,54 @@ def test_top_eigenvalue_matches_eigvalsh(kind):
     assert (True in plans) == (kind != "close")
 
 
+def _ritz_start(gamma, r2, y1, y2, beta, rho):
+    """Newton's start for the case, and the split ``a``, ``b`` it came from."""
+    p = gamma.shape[0]
+    a, b = np.empty(p), np.empty(p)
+    sums = kernels._split_rank2(y1, y2, y1 @ y1, y2 @ y2, beta, rho, gamma, r2, a, b)
+    assert np.allclose(sums, [a @ a, a @ (r2 * gamma * a), a @ b, b @ b,
+                              b @ (r2 * gamma * b), a @ (r2 * gamma * b)],
+                       rtol=1e-12, atol=1e-300)  # fmt: skip
+    d = r2 * gamma
+    start = kernels._ritz_start(
+        d[0], a[0], b[0], a[1:] @ a[1:], b[1:] @ b[1:], a[1:] @ b[1:],
+        a[1:] @ (d[1:] * a[1:]), b[1:] @ (d[1:] * b[1:]), a[1:] @ (d[1:] * b[1:]),
+    )  # fmt: skip
+    return start, a, b
+
+
+@pytest.mark.parametrize(
+    "kind", ["badly_scaled", "cluster", "geometric", "ties", "close"]
+)
+def test_newtons_start_is_a_ritz_value(kind):
+    # a lower bound of the top eigenvalue (to rounding), at least the Rayleigh
+    # quotients along e_1 and a that bounded it before, and the Ritz value of
+    # the 3 x 3 matrix of E on an orthonormal basis of span{e_1, a', b'}
+    rng = np.random.default_rng(1)
+    errors = []
+    for _ in range(12):
+        gamma, r2, y1, y2, beta, rho = _case(kind, rng)
+        top, scale = _dense_top(gamma, r2, y1, y2, beta, rho)
+        start, a, b = _ritz_start(gamma, r2, y1, y2, beta, rho)
+        E = np.diag(r2 * gamma) + np.outer(a, a) - np.outer(b, b)
+        assert start <= top + 1e-12 * scale
+        for v in (np.eye(gamma.size)[0], a):
+            assert start >= v @ E @ v / (v @ v) - 1e-12 * scale
+        basis = np.column_stack(
+            [np.eye(gamma.size)[0], np.r_[0, a[1:]], np.r_[0, b[1:]]]
+        )
+        Q, _ = np.linalg.qr(basis)
+        ritz = np.linalg.eigvalsh(Q.T @ E @ Q)[-1]
+        assert abs(start - ritz) <= 1e-8 * scale
+        # how far below the root the second pole lies, and the start's error
+        errors.append((r2 * gamma[1] / top, (top - start) / scale))
+    # where every other pole is far below the root, the start is nearly the root
+    far = [error for ratio, error in errors if ratio < 1e-3]
+    assert max(far, default=0.0) < 1e-6
+    if kind in ("badly_scaled", "cluster", "geometric"):
+        assert far
+
+
 @pytest.mark.parametrize("p", [1, 2, 3])
 def test_top_eigenvalue_small(p):
     rng = np.random.default_rng(p)
