@@ -16,6 +16,7 @@ solved, inverted and judged singular the same way everywhere.
 import contextlib
 import functools
 import threading
+from collections import deque
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 
@@ -64,6 +65,12 @@ WARM_START_ROWS = 10_000
 # A reused Hessian is kept while each step is at most this fraction of the
 # previous one (see fit_glm).
 CHORD_CONTRACTION = 0.1
+# Armijo's sufficient decrease, a fraction of the decrease g^T step predicts.
+_ARMIJO = 1e-4
+# Margin change (times the curvature rate) beyond which the bound of
+# _decrease_certified is not tried (it holds there only with a tiny loss
+# Gram next to the penalty; the line search then decides).
+_MAX_MARGIN_CHANGE = 30.0
 # Relative rounding of the weights below which a predicted error is at the
 # level of the iterate's own rounding (see fit_glm).
 _ROUNDING = 4.0 * np.finfo(np.float64).eps
@@ -369,6 +376,12 @@ def fit_glm(
       otherwise a fresh Hessian gives a last full Newton step, and the
       stopping rule above holds as stated.
 
+    Between Hessians, its passes are the gradients of the chord steps: a full
+    Newton step whose margin changes certify the line search's decrease
+    (:func:`_decrease_certified`) takes no pass for the objective, and a
+    Hessian formed where a chord step was just rejected takes that step's
+    gradient.
+
     ``X`` may be a Dask array chunked by rows (``y`` and ``omega`` then NumPy
     or Dask arrays): every pass over the rows is then a sum over its blocks,
     added in a tree (:class:`DaskRowPasses`), and the iterates equal the
@@ -406,6 +419,8 @@ def fit_glm(
     def objective(w):
         return passes.objective(w) + 0.5 * float(reg @ (w * w))
 
+    rate = LOSSES[loss].curvature_rate
+
     if w0 is None and X.shape[0] >= 4 * WARM_START_ROWS:
         args = (loss, lam, fit_intercept, penalize_intercept, tol, max_iter)
         subsample = _strided_rows(X, y, omega, WARM_START_ROWS)
@@ -440,7 +455,7 @@ def fit_glm(
             if size <= small and rho < 1 and rho / (1 - rho) * size <= settled:
                 if certified(w - step):
                     return done(w - step, it)
-        g, factor, _ = hessian(w)
+        g, factor, gram = hessian(w)
         step = factor.solve(g)
         if vector_norm(step) <= small:
             # inside the region of quadratic convergence: a last full step
@@ -448,7 +463,12 @@ def fit_glm(
                 return done(w - step, it)
             w, f, factor = w - step, None, None  # not certified yet: go on
             continue
-        w_new, f = _line_search(objective, w, objective(w) if f is None else f, g, step)
+        if _decrease_certified(passes, rate, w, step, g, gram, reg):
+            w_new, f = w - step, None  # the line search's first trial
+        else:
+            w_new, f = _line_search(
+                objective, w, objective(w) if f is None else f, g, step
+            )
         if np.array_equal(w_new, w - step):
             last = vector_norm(step)
         else:  # damped: too far from the minimiser to reuse this Hessian
@@ -479,7 +499,9 @@ class RowPasses:
 
     ``objective(w) = sum_i omega_i l_i``, ``gradient(w) = X~^T omega r`` and
     ``newton_system(w) = (X~^T diag(omega c) X~, X~^T omega r)``, without the
-    penalty.
+    penalty. Newton asks for them at the same ``w`` in turn, and for a trial
+    step beside the point it steps from, so the margins (and gradients) at
+    the last two ``w`` are kept.
     """
 
     def __init__(self, X, y, omega, loss, fit_intercept):
@@ -488,33 +510,49 @@ class RowPasses:
         self.fit_intercept = fit_intercept
         self.n_features = X.shape[1]
         self.n_eff = float(omega.sum())
-        self._last = None
+        self._kept = deque(maxlen=2)  # [w, margin, gradient or None]
 
     def _known(self, w):
-        return self._last is not None and np.array_equal(self._last[0], w)
+        """The kept ``[w, margin, gradient]`` of ``w``, or None."""
+        for entry in self._kept:
+            if np.array_equal(entry[0], w):
+                return entry
+        return None
+
+    def _keep(self, w, margin, gradient=None):
+        self._kept.append([w.copy(), margin, gradient])
 
     def margin(self, w):
-        """``X~ w``; Newton asks for the objective, the gradient and the
-        Hessian at the same ``w`` in turn, so the last one is kept."""
-        if self._known(w):
-            return self._last[1]
+        """``X~ w``."""
+        entry = self._known(w)
+        if entry is not None:
+            return entry[1]
         d = self.n_features
         b = w[d] if self.fit_intercept else 0.0
         if np.any(w[:d]):
             margin = self.X @ w[:d] + b
         else:  # Newton's start: no pass over X
             margin = np.full(self.X.shape[0], b)
-        self._last = (w.copy(), margin)
+        self._keep(w, margin)
         return margin
+
+    def margin_change(self, w, w_new):
+        """``max_i |x~_i^T (w_new - w)|``, keeping the margins at both."""
+        old = self.margin(w)
+        return float(np.max(np.abs(self.margin(w_new) - old), initial=0.0))
 
     def objective(self, w):
         return float(self.omega @ self.family.value(self.margin(w), self.y))
 
     def gradient(self, w):
-        if issparse(self.X) or self._known(w):
+        entry = self._known(w)
+        if entry is None and not issparse(self.X):
+            return self._fused_gradient(w)
+        if entry is None or entry[2] is None:
             r, _ = self.family.derivatives(self.margin(w), self.y)
-            return augment_rmatvec(self.X, self.omega * r, self.fit_intercept)
-        return self._fused_gradient(w)
+            gradient = augment_rmatvec(self.X, self.omega * r, self.fit_intercept)
+            self._known(w)[2] = gradient
+        return self._known(w)[2]
 
     def _fused_gradient(self, w):
         """:meth:`gradient` at a new ``w`` in one read of a dense ``X``.
@@ -537,13 +575,16 @@ class RowPasses:
             return np.append(part, v.sum()) if self.fit_intercept else part
 
         gradient = sum(row_parallel(segment, X.shape[0]))
-        self._last = (w.copy(), margin)
+        self._keep(w, margin, gradient)
         return gradient
 
     def newton_system(self, w):
         r, c = self.family.derivatives(self.margin(w), self.y)
         H = weighted_gram(self.X, self.omega * c, self.fit_intercept)
-        return H, augment_rmatvec(self.X, self.omega * r, self.fit_intercept)
+        entry = self._known(w)
+        if entry[2] is None:  # not known from a chord step at w
+            entry[2] = augment_rmatvec(self.X, self.omega * r, self.fit_intercept)
+        return H, entry[2]
 
 
 class DaskRowPasses:
@@ -572,6 +613,11 @@ class DaskRowPasses:
             self.fit_intercept,
         )
 
+    def margin_change(self, w, w_new):
+        """Unknown (``inf``): the margins of a Dask array are not kept, so
+        a step's decrease is judged by the objective."""
+        return np.inf
+
     def objective(self, w):
         return float(self._sum("objective", w))
 
@@ -593,6 +639,37 @@ def _block_pass(X, y, omega, method, w, loss, fit_intercept):
     return getattr(passes, method)(w)
 
 
+def _decrease_certified(passes, rate, w, step, g, gram, reg):
+    """Whether the full Newton step decreases ``F`` enough for
+    :func:`_line_search`, judged from the margins it moves, without ``F``.
+
+    With ``|l'''| <= R l''`` (``rate``, the family's ``curvature_rate``),
+    each term's curvature changes at most by ``exp(R |t|)`` along a margin
+    change ``t``, so ``l(m + t) <= l(m) + l'(m) t + l''(m) t^2 phi(R |t|) /
+    2`` with ``phi(T) = 2 (e^T - 1 - T) / T^2``, increasing from ``phi(0) =
+    1``. Summed over the rows, with ``T`` the largest margin change and the
+    penalty exactly quadratic::
+
+        F(w - s) <= F(w) - g^T s + (phi(T) s^T G s + s^T diag(reg) s) / 2
+
+    (``G`` the loss Gram). The test asks the decrease ``_ARMIJO g^T s`` of
+    the line search with a slack of as much again (far above the rounding of
+    the quadratic forms). Where it holds, the line search takes the full
+    step in exact arithmetic too, so the iterates are the same while the
+    objective's passes are saved (the margins, kept, serve the next
+    gradient). Its own test on rounded objectives can differ only where the
+    decrease is below their rounding, near the tolerance, where it would
+    backtrack on noise.
+    """
+    T = rate * passes.margin_change(w, w - step)
+    if not T <= _MAX_MARGIN_CHANGE:  # phi(T) > 1e10 (or inf: not known)
+        return False
+    phi = 1.0 + T if T < 1e-3 else 2.0 * (np.expm1(T) - T) / (T * T)
+    gs = float(g @ step)
+    bound = 0.5 * (phi * float(step @ gram @ step) + float(reg @ (step * step)))
+    return bound <= (1.0 - 2.0 * _ARMIJO) * gs
+
+
 def _line_search(objective, w, f, g, step):
     """Backtracking (Armijo) along ``-step`` on a convex objective."""
     # the slack admits steps whose decrease is below the rounding of f
@@ -601,6 +678,6 @@ def _line_search(objective, w, f, g, step):
     while True:
         w_new = w - t * step
         f_new = objective(w_new)
-        if f_new <= f - 1e-4 * t * float(g @ step) + slack or t < 1e-10:
+        if f_new <= f - _ARMIJO * t * float(g @ step) + slack or t < 1e-10:
             return w_new, f_new
         t *= 0.5

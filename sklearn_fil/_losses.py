@@ -18,6 +18,8 @@ class _SquaredLoss:
     """``l(m, y) = (m - y)^2 / 2``."""
 
     name = "squared"
+    # a bound R on |l'''| / l'' (see _LogisticLoss.curvature_rate)
+    curvature_rate = 0.0
 
     @staticmethod
     def check_y(y):
@@ -41,6 +43,11 @@ class _LogisticLoss:
     """``l(m, y) = -y log s(m) - (1 - y) log(1 - s(m))``, ``y`` in {0, 1}."""
 
     name = "logistic"
+    # A bound R on |l'''| / l'': here l'' = s (1 - s) and l''' = l'' (1 - 2 s),
+    # so R = 1, and the curvature changes at most by a factor exp(R |t|) when
+    # the margin moves by t (which bounds the loss after a step: see
+    # sklearn_fil._glm.fit_glm).
+    curvature_rate = 1.0
 
     @staticmethod
     def check_y(y):
