@@ -512,29 +512,33 @@ class RowPasses:
         self.n_eff = float(omega.sum())
         self._kept = deque(maxlen=2)  # [w, margin, gradient or None]
 
-    def _known(self, w):
-        """The kept ``[w, margin, gradient]`` of ``w``, or None."""
-        for entry in self._kept:
+    def _entry(self, w):
+        """The kept ``[w, margin, gradient or None]`` of ``w``, made the
+        newest; None if not kept."""
+        for k, entry in enumerate(self._kept):
             if np.array_equal(entry[0], w):
+                del self._kept[k]
+                self._kept.append(entry)
                 return entry
         return None
 
-    def _keep(self, w, margin, gradient=None):
-        self._kept.append([w.copy(), margin, gradient])
-
-    def margin(self, w):
-        """``X~ w``."""
-        entry = self._known(w)
+    def _margin_entry(self, w):
+        """:meth:`_entry` of ``w``, its margins ``X~ w`` computed if needed."""
+        entry = self._entry(w)
         if entry is not None:
-            return entry[1]
+            return entry
         d = self.n_features
         b = w[d] if self.fit_intercept else 0.0
         if np.any(w[:d]):
             margin = self.X @ w[:d] + b
         else:  # Newton's start: no pass over X
             margin = np.full(self.X.shape[0], b)
-        self._keep(w, margin)
-        return margin
+        self._kept.append([w.copy(), margin, None])
+        return self._kept[-1]
+
+    def margin(self, w):
+        """``X~ w``."""
+        return self._margin_entry(w)[1]
 
     def margin_change(self, w, w_new):
         """``max_i |x~_i^T (w_new - w)|``, keeping the margins at both."""
@@ -545,14 +549,13 @@ class RowPasses:
         return float(self.omega @ self.family.value(self.margin(w), self.y))
 
     def gradient(self, w):
-        entry = self._known(w)
-        if entry is None and not issparse(self.X):
+        if self._entry(w) is None and not issparse(self.X):
             return self._fused_gradient(w)
-        if entry is None or entry[2] is None:
-            r, _ = self.family.derivatives(self.margin(w), self.y)
-            gradient = augment_rmatvec(self.X, self.omega * r, self.fit_intercept)
-            self._known(w)[2] = gradient
-        return self._known(w)[2]
+        entry = self._margin_entry(w)
+        if entry[2] is None:
+            r, _ = self.family.derivatives(entry[1], self.y)
+            entry[2] = augment_rmatvec(self.X, self.omega * r, self.fit_intercept)
+        return entry[2]
 
     def _fused_gradient(self, w):
         """:meth:`gradient` at a new ``w`` in one read of a dense ``X``.
@@ -575,13 +578,13 @@ class RowPasses:
             return np.append(part, v.sum()) if self.fit_intercept else part
 
         gradient = sum(row_parallel(segment, X.shape[0]))
-        self._keep(w, margin, gradient)
+        self._kept.append([w.copy(), margin, gradient])
         return gradient
 
     def newton_system(self, w):
-        r, c = self.family.derivatives(self.margin(w), self.y)
+        entry = self._margin_entry(w)
+        r, c = self.family.derivatives(entry[1], self.y)
         H = weighted_gram(self.X, self.omega * c, self.fit_intercept)
-        entry = self._known(w)
         if entry[2] is None:  # not known from a chord step at w
             entry[2] = augment_rmatvec(self.X, self.omega * r, self.fit_intercept)
         return H, entry[2]
