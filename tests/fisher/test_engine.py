@@ -539,3 +539,25 @@ def test_engine_rejects_non_binary_logistic_labels_and_singular_hessian():
         fisher_information_loss(X, X[:, 0], np.zeros(3), loss="logistic", lam=0.1)
     with pytest.raises(ValueError, match="lam > 0"):
         fisher_information_loss(X[:2], X[:2, 0], np.zeros(3))
+
+
+@pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf])
+@pytest.mark.parametrize("column", [0, 1])
+def test_engine_refuses_non_finite_x_through_its_margins(bad, column):
+    # the margins check X: a bad entry is caught even where its weight is 0
+    # (0 * inf is NaN), with scikit-learn's message
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((10, 3))
+    coef = np.array([1.0, 0.0, -1.0])
+    y = X @ coef
+    X[4, column] = bad
+    word = "NaN" if np.isnan(bad) else "infinity"
+    with pytest.raises(ValueError, match=f"Input X contains {word}"):
+        fisher_information_loss(X, y, coef)
+
+
+def test_engine_refuses_margins_that_overflow():
+    X = np.full((10, 2), 1e300)
+    X[::2] *= -1
+    with pytest.raises(ValueError, match="overflows"):
+        fisher_information_loss(X, np.zeros(10), np.array([1e10, 1e10]))

@@ -254,3 +254,20 @@ def test_a_fit_computes_each_hessian_once(monkeypatch, cls, n_grams):
         X, y, w[:-1], w[-1], loss=est._loss, lam=0.05, sigma=est.sigma_
     )
     assert_allclose(est.privacy_report_["fil"], ref.fil, rtol=1e-8)
+
+
+@pytest.mark.parametrize("given", [False, True])
+def test_the_margins_are_computed_once(given, monkeypatch):
+    # the margins check X, serve the given Hessian's check and the report: one
+    # product X @ coef and one evaluation of the derivatives per call
+    from sklearn_fil._losses import LOSSES
+
+    problem = make_problem("logistic", n=60, d=4, lam=0.05)
+    calls = []
+    family = LOSSES["logistic"]
+    real = family.derivatives
+    monkeypatch.setattr(
+        family, "derivatives", staticmethod(lambda m, y: calls.append(1) or real(m, y))
+    )
+    _run(problem, loss_hessian=_loss_hessian(problem) if given else None)
+    assert calls == [1]
