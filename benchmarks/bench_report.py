@@ -60,9 +60,6 @@ _SAMPLE_EVERY = 12
 _SAMPLED_BLOCKS = 64
 # Below this many seconds a measurement is repeated and the best of 3 kept.
 REPEAT_BELOW_S = 10.0
-# Rounds of the fit, report and X.T @ X timings of a configuration (the best
-# of each kept; one round when a fit takes REPEAT_BELOW_S or more).
-ROUNDS = 3
 # Measurements shorter than this are repeated beyond 3 runs, until about
 # REPEAT_BUDGET_S has been spent (at most MAX_REPEAT runs): one preemption on a
 # busy machine would otherwise decide the best of 3 of a millisecond call.
@@ -220,25 +217,21 @@ def worker_time(n, d, model, w_path, breakdown):
     def run_fit():
         n_iter.append(fit(X, y, model).n_iter_)
 
-    # In rounds, each timing the fit, the report and the reference once (the
-    # best of each kept): on a shared machine whose load changes over minutes,
-    # a ratio of best times taken one after the other can set a quiet
-    # minute's fit against a busy minute's X.T @ X, or the reverse. The
-    # reference is always the best of its rounds, even above 10 s: a slow run
-    # of it is a preempted one, not a property of X.
-    timings = {
-        "fit_s": run_fit,
-        "report_s": lambda: report(X, y, w, model),
-        "xtx_s": lambda: X.T @ X,
-    }
-    for key in timings:
-        res[key] = np.inf
-    for rounds in range(1, ROUNDS + 1):
-        for key, func in timings.items():
-            res[key] = min(res[key], best_time(func, repeat=1))
-        if rounds == 1 and res["fit_s"] >= REPEAT_BELOW_S:
-            break
+    # The reference is timed before, between and after the fits and the
+    # reports (the best of all kept): on a shared machine whose load changes
+    # over minutes, one series of it can fall in a busy minute that the fits
+    # missed. The fits and the reports each run in a series of their own:
+    # interleaved, their large fresh allocations fell in step with the
+    # kernel's slow phase of huge-page faults (see the notes of report.md).
+    # The reference is always the best of its runs, even above 10 s: a slow
+    # run of it is a preempted one, not a property of X.
+    xtx = [best_time(lambda: X.T @ X, below=np.inf)]
+    res["fit_s"] = best_time(run_fit)
     res["fit_iters"] = int(n_iter[-1])
+    xtx.append(best_time(lambda: X.T @ X, below=np.inf))
+    res["report_s"] = best_time(lambda: report(X, y, w, model))
+    xtx.append(best_time(lambda: X.T @ X, below=np.inf))
+    res["xtx_s"] = min(xtx)
 
     tracemalloc.start()
     out = report(X, y, w, model)
@@ -727,12 +720,12 @@ def write_markdown(path, info, command, started, elapsed, rows, breakdown, notes
         f"lam={LAM}, random_state=0)` with an intercept."
     )
     md.append(
-        f"- Times are the best of {ROUNDS} rounds, each timing the fit, the report "
-        "and `X.T @ X` in turn, so that a ratio does not set a quiet minute against "
-        "a busy one (a single round when the fit took 10 s or more; within a round, "
-        f"calls under {SHORT_S:g} s are repeated up to {MAX_REPEAT} times, about "
+        "- Times are the best of 3 runs (a single run when the first took 10 s or "
+        f"more; calls under {SHORT_S:g} s are repeated up to {MAX_REPEAT} times, about "
         f"{REPEAT_BUDGET_S:g} s in all, so that one preemption does not decide "
-        "them). *report* is `fisher_information_loss` alone at the un-noised "
+        "them); `X.T @ X` is the best of 3 runs before, 3 between and 3 after the "
+        "fits and the reports, so that a ratio does not set a quiet minute against "
+        "a busy one. *report* is `fisher_information_loss` alone at the un-noised "
         "minimiser; *fit* includes the report and the DataFrame. Extra RSS is the "
         "process RSS high-water mark after the report minus the RSS once X exists, "
         "measured in a fresh subprocess per row; the tracemalloc peak counts the "
