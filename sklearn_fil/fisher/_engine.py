@@ -255,8 +255,9 @@ def fisher_information_loss(
     Raises
     ------
     ValueError
-        On non-finite input, labels outside {0, 1} for the logistic loss,
-        ``sigma <= 0``, ``lam < 0``, a singular Hessian, or malformed groups.
+        On non-finite input or margins ``X @ coef + intercept`` that
+        overflow, labels outside {0, 1} for the logistic loss, ``sigma <= 0``,
+        ``lam < 0``, a singular Hessian, or malformed groups.
 
     Warns
     -----
