@@ -222,7 +222,7 @@ def worker_time(n, d, model, w_path, breakdown):
     # over minutes, one series of it can fall in a busy minute that the fits
     # missed. The fits and the reports each run in a series of their own:
     # interleaved, their large fresh allocations fell in step with the
-    # kernel's slow phase of huge-page faults (see the notes of report.md).
+    # operating system's slow phase of huge-page faults (see report.md's notes).
     # The reference is always the best of its runs, even above 10 s: a slow
     # run of it is a preempted one, not a property of X.
     xtx = [best_time(lambda: X.T @ X, below=np.inf)]
@@ -912,12 +912,8 @@ def floors_markdown(xtx, xm, kernel):
         "n × p × p products |",
         "|---|---:|---:|---:|---|---|",
     ]
-    for (what, model), (
-        grams,
-        gram_text,
-        products,
-        product_text,
-    ) in FLOOR_PASSES.items():
+    for (what, model), passes in FLOOR_PASSES.items():
+        grams, gram_text, products, product_text = passes
         target = TARGET_RATIO if what == "report" else TARGET_FIT_RATIO[model]
         blas = grams + products * xm / xtx
         label = "report" if what == "report" else "fit + report"
