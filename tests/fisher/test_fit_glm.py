@@ -120,13 +120,12 @@ def test_a_subsample_without_a_minimiser_does_not_stop_the_fit(problem):
 
 
 def _newton_step(X, y, omega, w, lam):
-    """Objective, gradient, loss Gram, penalty and Newton step at ``w``."""
+    """Penalty, loss Gram, penalised gradient and Newton step at ``w``."""
     passes = _glm.RowPasses(X, y, omega, "logistic", True)
     reg = _glm.penalty(X.shape[1] + 1, omega.sum(), lam, True, False)
     gram, g = passes.newton_system(w)
     g = g + reg * w
-    step = _glm.SPDFactor(gram, reg).solve(g)
-    return passes, reg, gram, g, step
+    return reg, gram, g, _glm.SPDFactor(gram, reg).solve(g)
 
 
 def _objective(X, y, omega, w, reg):
@@ -149,9 +148,11 @@ def test_the_decrease_bound_holds(seed):
     broken = 0
     for scale in (0.01, 0.3, 1.0, 3.0):
         w = scale * rng.standard_normal(d + 1)
-        passes, reg, gram, g, step = _newton_step(X, y, omega, w, lam)
+        reg, gram, g, step = _newton_step(X, y, omega, w, lam)
         T = np.abs(X @ step[:-1] + step[-1]).max()
-        decrease = _objective(X, y, omega, w, reg) - _objective(X, y, omega, w - step, reg)
+        decrease = _objective(X, y, omega, w, reg) - _objective(
+            X, y, omega, w - step, reg
+        )
         for rate, counted in ((1.0, False), (0.0, True)):
             RT = rate * T
             if RT > _glm._MAX_MARGIN_CHANGE:  # the bound is not tried there
