@@ -905,7 +905,8 @@ def floors_markdown(xtx, xm, kernel):
     md = [
         "Each target beside the time of the BLAS passes it makes, from this "
         "run's reference timings (a weighted Gram counted as one "
-        "`X.T @ X`, which it is at least, an n × p × p product as one `X @ M`), "
+        "`X.T @ X`, an estimate: the engine takes several in one pass for less, "
+        "and one alone for more; an n × p × p product as one `X @ M`), "
         "then with the per-example kernel alone added (our code, so not a hard "
         "floor):\n",
         "| target | × one XᵀX | its BLAS passes × | + the kernel alone × | Grams | "
