@@ -549,9 +549,11 @@ class RowPasses:
         return float(self.omega @ self.family.value(self.margin(w), self.y))
 
     def gradient(self, w):
-        if self._entry(w) is None and not issparse(self.X):
-            return self._fused_gradient(w)
-        entry = self._margin_entry(w)
+        entry = self._entry(w)
+        if entry is None:
+            if not issparse(self.X):
+                return self._fused_gradient(w)
+            entry = self._margin_entry(w)
         if entry[2] is None:
             r, _ = self.family.derivatives(entry[1], self.y)
             entry[2] = augment_rmatvec(self.X, self.omega * r, self.fit_intercept)
