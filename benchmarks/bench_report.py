@@ -20,7 +20,8 @@ At ``n = 10**6, d = 100`` it also times the fit and the report again in a
 process that keeps the memory it frees (``KEEP_FREED``: on a virtual machine
 that takes freed memory back, every call otherwise faults its fresh memory
 in from the host; see :func:`page_reporting`), and breaks the report
-(squared loss) and the fits down into their steps. Results are printed as they come and written to a markdown file.
+(squared loss) and the fits down into their steps. Results are printed as
+they come and written to a markdown file.
 
 Usage::
 
@@ -77,8 +78,9 @@ TARGET_RATIO, TARGET_GB = 6.0, 1.5
 TARGET_FIT_RATIO = {"linear": 7.0, "logistic": 12.0}
 
 # glibc settings under which a process keeps the memory it frees (every block
-# from the heap, which is never trimmed): the timings are repeated so at the
-# target size, for machines that take freed memory back (see page_reporting)
+# from the heap, which is never trimmed): the target size's timings are
+# repeated under them, for machines that take freed memory back (see
+# page_reporting)
 KEEP_FREED = {"MALLOC_MMAP_MAX_": "0", "MALLOC_TRIM_THRESHOLD_": str(2**62)}
 
 HERE = Path(__file__).resolve().parent
@@ -582,7 +584,7 @@ def page_reporting():
     except (OSError, ValueError):
         return None
     size = pages * os.sysconf("SC_PAGE_SIZE") / 2**20
-    return f"virtio-balloon free page reporting, in blocks of {size:g} MiB"
+    return f"virtio balloon, {size:g} MiB blocks"
 
 
 def machine_info():
@@ -734,9 +736,6 @@ def target_verdict(rows):
     return ("MET" if ok_all else "NOT MET"), lines
 
 
-MEM_KEYS = ("rss_extra_gb",)
-
-
 def kept_markdown(rows, kept, info):
     """The target size's timings with freed memory returned and kept."""
     reporting = info["page_reporting"] or "no free page reporting was found"
@@ -792,8 +791,8 @@ def write_markdown(path, info, command, started, elapsed, rows, breakdown, notes
     md.append(f"- CPU: {info['cpu']}, {info['cores']}")
     md.append(f"- BLAS (threadpoolctl): {info['blas']}")
     md.append(
-        "- Memory the kernel frees goes back to the host: "
-        + (info["page_reporting"] or "no (no free page reporting found)")
+        "- Free page reporting (freed memory goes back to the host): "
+        + (info["page_reporting"] or "none found")
     )
     md.append(
         f"- Python {info['python']}, NumPy {info['numpy']}, numba {info['numba']} "
@@ -1089,7 +1088,9 @@ def main(argv=None):
     info = machine_info()
     print(f"# {started}  {info['cpu']}, {info['cores']}", flush=True)
     print(f"# BLAS: {info['blas']}", flush=True)
-    print(f"# Free page reporting: {info['page_reporting']}", flush=True)
+    print(
+        f"# Free page reporting: {info['page_reporting'] or 'none found'}", flush=True
+    )
     notes = []
     if args.logistic_1e6_d100_only:
         notes.append(
@@ -1129,7 +1130,7 @@ def main(argv=None):
             if n == TARGET_N and d == TARGET_D:
                 kept[model] = run_worker("time", n, d, model, w_path, env=KEEP_FREED)
                 kept[model]["model"] = f"{model}, freed memory kept"
-                print_row({**kept[model], **{k: res[k] for k in MEM_KEYS}})
+                print_row({**kept[model], "rss_extra_gb": res["rss_extra_gb"]})
     elapsed = time.perf_counter() - t_start
     if source_digest() != info["digest"]:
         notes.append(
