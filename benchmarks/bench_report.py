@@ -564,6 +564,10 @@ def source_digest():
     return digest.hexdigest()[:12]
 
 
+# VIRTIO_BALLOON_F_REPORTING, the feature bit of free page reporting
+_BALLOON_F_REPORTING = 5
+
+
 def page_reporting():
     """How this machine takes freed memory back, in words; None if it does not.
 
@@ -575,13 +579,14 @@ def page_reporting():
     that on every call once glibc has given the last call's memory back.
     """
     order = Path("/sys/module/page_reporting/parameters/page_reporting_order")
-    balloon = Path("/sys/bus/virtio/drivers/virtio_balloon")
+    balloons = Path("/sys/bus/virtio/drivers/virtio_balloon").glob("virtio*")
     try:
-        bound = balloon.is_dir() and any(balloon.glob("virtio*"))
-        if not bound or not order.exists():
+        # the device's negotiated features, bit k the k-th character
+        features = [(dev / "features").read_text() for dev in balloons]
+        if not any(f[_BALLOON_F_REPORTING] == "1" for f in features):
             return None
         pages = 2 ** int(order.read_text())
-    except (OSError, ValueError):
+    except (OSError, ValueError, IndexError):
         return None
     size = pages * os.sysconf("SC_PAGE_SIZE") / 2**20
     return f"virtio balloon, {size:g} MiB blocks"
