@@ -45,6 +45,7 @@ from sklearn_fil.utils._dask import (
 )
 from sklearn_fil.utils._fitted import fit_or_clear
 from sklearn_fil.utils._guarantee import GuaranteeMixin
+from sklearn_fil.utils._labels import check_target, label_set
 from sklearn_fil.utils._onehot import (
     check_onehot_groups,
     detect_onehot_groups,
@@ -240,6 +241,7 @@ class BaseReleasedGLM(GuaranteeMixin, BaseEstimator):
         of 1; sets ``n_features_in_`` (and ``feature_names_in_``) and
         ``sigma_``.
         """
+        check_target(y, type(self).__name__)
         X, y = validate_data(
             self,
             X,
@@ -313,6 +315,8 @@ class BaseReleasedGLM(GuaranteeMixin, BaseEstimator):
         fit needs before its own passes: the classes, the weights' range and
         sum, the number of rows clipped and the extremes of the rows as fitted.
         """
+        import dask.array as da
+
         self._check_dask_input(X)
         X = check_row_chunked(X)
         self.n_features_in_ = X.shape[1]
@@ -330,7 +334,8 @@ class BaseReleasedGLM(GuaranteeMixin, BaseEstimator):
             _check_block,
             _merge_checked,
             X,
-            (y, weights),
+            # each block's row numbers, which the errors name
+            (y, weights, da.arange(X.shape[0], chunks=X.chunks[0])),
             type(self).__name__,
             classifier,
             groups,
@@ -338,7 +343,7 @@ class BaseReleasedGLM(GuaranteeMixin, BaseEstimator):
         )
         classes = None
         if classifier:
-            classes = self._binary_classes(checked.classes)
+            classes = self._classes(checked.classes)
             y = (y == classes[1]).astype(np.float64)
         if not checked.w_max > 0:  # scikit-learn's words, as in memory
             raise ValueError(
@@ -591,10 +596,10 @@ class _Checked(NamedTuple):
     classes: np.ndarray | None
 
 
-def _check_block(X, y, omega, estimator_name, classifier, groups, clipper):
+def _check_block(X, y, omega, rows, estimator_name, classifier, groups, clipper):
     """The in-memory fit's checks of values, on one block of rows."""
     assert_all_finite(X, input_name="X", estimator_name=estimator_name)
-    assert_all_finite(y, input_name="y")
+    check_target(y, estimator_name, rows)
     assert_all_finite(omega, input_name="sample_weight")
     check_non_negative(omega, "`sample_weight`")
     classes = None
@@ -670,11 +675,17 @@ class LogisticLossMixin(ClassifierMixin):
     def _encode_y(self, y):
         """0/1 targets (1 for ``classes_[1]``) and ``classes_``."""
         check_classification_targets(y)
-        classes = self._binary_classes(np.unique(y))
+        classes = self._classes(np.unique(y))
         return (y == classes[1]).astype(np.float64), classes
 
-    def _binary_classes(self, classes):
-        """``classes`` (the sorted distinct labels), checked to be two."""
+    def _classes(self, labels):
+        """``classes_``: the ``classes`` parameter, or the distinct ``labels``.
+
+        Either way checked to be two, and to hold every training label.
+        """
+        if self.classes is not None:
+            return label_set(labels, self.classes, type(self).__name__, n_classes=2)
+        classes = labels
         # the type of the distinct labels is that of y (1-D)
         y_type = type_of_target(classes, input_name="y")
         if y_type != "binary" or classes.size != 2:

@@ -408,6 +408,10 @@ class IRFILClassifier(LogisticLossMixin, _IRFIL):
         free intercept follows them towards one class, shrinking those
         residuals further; the loop then drifts instead of levelling.
 {_LABEL_DOC}
+    classes : array-like of shape (2,), default=None
+        The two labels the task has, fixed before seeing the data; a training
+        label outside them is an error. ``classes_``, published by
+        :meth:`release`, is read from the training labels when None.
     max_iter : int, default=100
         Maximum Newton iterations of each fit; not converging is an error.
 {_ONEHOT_DOC}
@@ -453,6 +457,7 @@ class IRFILClassifier(LogisticLossMixin, _IRFIL):
     _parameter_constraints: ClassVar[dict] = {
         **_IRFIL._parameter_constraints,
         "max_iter": [Interval(Integral, 1, None, closed="left")],
+        "classes": [None, "array-like"],
     }
 
     def __init__(
@@ -466,6 +471,7 @@ class IRFILClassifier(LogisticLossMixin, _IRFIL):
         fit_intercept=True,
         penalize_intercept=True,
         private_label=True,
+        classes=None,
         max_iter=100,
         onehot_groups=None,
         verbose=0,
@@ -479,6 +485,7 @@ class IRFILClassifier(LogisticLossMixin, _IRFIL):
         self.fit_intercept = fit_intercept
         self.penalize_intercept = penalize_intercept
         self.private_label = private_label
+        self.classes = classes
         self.max_iter = max_iter
         self.onehot_groups = onehot_groups
         self.verbose = verbose

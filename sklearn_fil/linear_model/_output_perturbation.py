@@ -28,6 +28,7 @@ from sklearn_fil.linear_model._base import (
 from sklearn_fil.linear_model._per_instance import per_instance_columns
 from sklearn_fil.utils._clipping import clip_rows, row_norms
 from sklearn_fil.utils._dask import is_dask
+from sklearn_fil.utils._labels import LABEL_SET
 from sklearn_fil.utils._sklearn_compat import Interval, StrOptions
 
 # per_instance_accounting="auto" computes the exact leave-one-out sensitivity
@@ -327,6 +328,14 @@ class OutputPerturbedLogisticRegression(LogisticLossMixin, _OutputPerturbed):
         intercept needs ``True``.
     private_label : bool, default=True
         Whether the label is a private coordinate of each example.
+    classes : array-like of shape (2,), default=None
+        The two labels the task has, fixed before seeing the data (as
+        scikit-learn's ``partial_fit`` takes them); a training label outside
+        them is an error. ``classes_`` is published by :meth:`release`: None
+        reads it from the training labels, and the guarantee then assumes the
+        label set public (``"classes"`` in ``guarantee_.public``), since
+        replacing the only example of a class would change it. Give
+        ``classes`` for a guarantee that does not.
     data_norm : float, default=None
         Clip every row to this L2 norm before fitting; enables the DP
         guarantee. The report then concerns the clipped rows. Clipping more
@@ -509,6 +518,7 @@ class OutputPerturbedLogisticRegression(LogisticLossMixin, _OutputPerturbed):
         "tol": [Interval(Real, 0, None, closed="neither")],
         "max_iter": [Interval(Integral, 1, None, closed="left")],
         "per_instance_accounting": [StrOptions({"auto"}), "boolean"],
+        "classes": [None, "array-like"],
     }
 
     def __init__(
@@ -519,6 +529,7 @@ class OutputPerturbedLogisticRegression(LogisticLossMixin, _OutputPerturbed):
         fit_intercept=True,
         penalize_intercept=False,
         private_label=True,
+        classes=None,
         data_norm=None,
         delta=None,
         target_epsilon=None,
@@ -534,6 +545,7 @@ class OutputPerturbedLogisticRegression(LogisticLossMixin, _OutputPerturbed):
         self.fit_intercept = fit_intercept
         self.penalize_intercept = penalize_intercept
         self.private_label = private_label
+        self.classes = classes
         self.data_norm = data_norm
         self.delta = delta
         self.target_epsilon = target_epsilon
@@ -566,7 +578,7 @@ class OutputPerturbedLogisticRegression(LogisticLossMixin, _OutputPerturbed):
     def _clipper(self, groups):
         if self.data_norm is None:
             return None
-        if len(groups) >= self.data_norm**2:
+        if np.sqrt(len(groups)) >= self.data_norm:
             raise ValueError(
                 f"data_norm={self.data_norm:g} leaves no norm for the numeric "
                 f"columns: each of the {len(groups)} one-hot group(s) puts a 1 in "
@@ -678,6 +690,10 @@ class OutputPerturbedLogisticRegression(LogisticLossMixin, _OutputPerturbed):
             # The layout read from the data sets which columns clipping
             # exempts: the guarantee holds for neighbours with that layout.
             public.append("onehot_groups")
+        if self.classes is None:
+            # classes_ is released and was read from the labels: replacing
+            # the only example of a class would change it
+            public.append(LABEL_SET)
         accountant = "analytic Gaussian mechanism (dp-accounting)"
         if self.target_epsilon is not None:
             accountant += f", sigma calibrated to epsilon={self.target_epsilon:g}"

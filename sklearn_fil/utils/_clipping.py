@@ -126,14 +126,19 @@ def _clip_csr(X, max_norm, exempt):
 
 
 def _free_budget(fixed, max_norm):
-    """Norm left to the free columns, given each row's exempt squared norm."""
-    if np.ptp(fixed) > 0 or not fixed[0] < max_norm**2:
+    """Norm left to the free columns, given each row's exempt squared norm.
+
+    ``sqrt(max_norm^2 - fixed)`` as a product of square roots: no square of
+    ``max_norm`` to overflow.
+    """
+    exempt = np.sqrt(fixed[0])
+    if np.ptp(fixed) > 0 or not exempt < max_norm:
         raise ValueError(
-            f"The exempt columns must have the same squared norm in every row, "
-            f"below max_norm^2 = {max_norm**2:g}; got squared norms from "
-            f"{fixed.min():g} to {fixed.max():g}."
+            f"The exempt columns must have the same norm in every row, below "
+            f"max_norm = {max_norm:g}; got norms from {np.sqrt(fixed.min()):g} "
+            f"to {np.sqrt(fixed.max()):g}."
         )
-    return float(np.sqrt(max_norm**2 - fixed[0]))
+    return float(np.sqrt(max_norm - exempt) * np.sqrt(max_norm + exempt))
 
 
 def _row_scales(norms, budget):

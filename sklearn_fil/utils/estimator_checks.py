@@ -28,7 +28,7 @@ from sklearn.datasets import make_classification
 from sklearn.exceptions import NotFittedError
 
 from sklearn_fil.utils._pipeline import released_pipeline
-from sklearn_fil.utils._weights import flatten_weights
+from sklearn_fil.utils._weights import WEIGHT_ATTRIBUTES, flatten_weights
 
 __all__ = [
     "attack_checks",
@@ -41,6 +41,7 @@ __all__ = [
     "check_noise_seeded_and_fresh",
     "check_privacy_report_schema",
     "check_release_is_publishable",
+    "check_release_same_on_neighbours",
     "expected_failed_checks",
     "private_estimator_checks",
 ]
@@ -155,6 +156,63 @@ def check_release_is_publishable(estimator):
             f"release() keeps {name}, which has one entry per training example"
         )
     assert not hasattr(released, "privacy_report_")
+
+
+def check_release_same_on_neighbours(estimator):
+    """Neighbouring data sets give releases that differ only in the noise.
+
+    Every field of ``release()`` but the weights must be protected by the
+    noise or public, so fitting neighbours with the same seed gives the same
+    fields, and weights of the same shapes. The neighbours are those of the
+    estimator's relation: one example replaced (features and label), or,
+    under ``neighboring_relation="add_remove"``, one removed. The replaced
+    example is the only one of its class, so a label set read from the data
+    would tell the two apart; a classifier is given the label set in
+    advance through its ``classes`` parameter, when it has one and it is
+    unset.
+
+    Parameters
+    ----------
+    estimator : estimator instance
+        An unfitted private estimator; it is cloned, never modified.
+
+    Raises
+    ------
+    AssertionError
+        When a field of the release tells the neighbours apart.
+    """
+    X, y = _data()
+    y = pd.Series(np.zeros(len(y), dtype=int), index=y.index, name=y.name)
+    y.iloc[0] = 1  # the only example of its class
+    est = clone(estimator).set_params(random_state=0)
+    params = est.get_params()
+    if "classes" in params and params["classes"] is None:
+        est.set_params(classes=[0, 1])
+    if params.get("fit_intercept") and "penalize_intercept" in params:
+        # one class left: a free intercept would have no minimiser
+        est.set_params(penalize_intercept=True)
+    if est.get_params().get("neighboring_relation") == "add_remove":
+        X2, y2 = X.iloc[1:], y.iloc[1:]
+    else:
+        X2, y2 = X.copy(), y.copy()
+        X2.iloc[0] = -0.5 * X.iloc[0]
+        y2.iloc[0] = 0
+    a = clone(est).fit(X, y).release()
+    b = clone(est).fit(X2, y2).release()
+    weights = {name for names in WEIGHT_ATTRIBUTES for name in names}
+    assert vars(a).keys() == vars(b).keys(), (vars(a).keys(), vars(b).keys())
+    for name in vars(a):
+        first, second = getattr(a, name), getattr(b, name)
+        if name in weights:
+            shapes = [np.shape(w) for w in (first, second)]
+            if isinstance(first, list):
+                shapes = [[np.shape(w) for w in ws] for ws in (first, second)]
+            assert shapes[0] == shapes[1], f"{name}: {shapes}"
+        else:
+            assert joblib.hash(first) == joblib.hash(second), (
+                f"release().{name} tells neighbouring data sets apart: "
+                f"{first!r} != {second!r}"
+            )
 
 
 def check_failed_fit_leaves_no_state(estimator):
@@ -282,6 +340,7 @@ def private_estimator_checks(estimator):
     for check in (
         check_privacy_report_schema,
         check_release_is_publishable,
+        check_release_same_on_neighbours,
         check_failed_fit_leaves_no_state,
         check_noise_seeded_and_fresh,
     ):

@@ -240,7 +240,11 @@ def test_epsilon_of_clipped_logistic(classification, fit_intercept):
     assert delta == min(1e-5, 1 / (10 * n))
     g = est.guarantee_
     assert g.sensitivity == pytest.approx(sens, rel=1e-12)
-    assert (g.neighboring_relation, g.public) == ("replace_one", ("n_samples",))
+    # the label set was read from the data: an assumption of the guarantee
+    assert (g.neighboring_relation, g.public) == (
+        "replace_one",
+        ("n_samples", "classes"),
+    )
     # independent check with the analytic Gaussian mechanism (Balle & Wang 2018)
     assert _balle_wang_delta(eps, sigma, sens) <= delta * (1 + 1e-9)
     assert _balle_wang_delta(eps * (1 - 1e-4), sigma, sens) > delta
@@ -544,7 +548,9 @@ def test_auto_onehot_groups_are_declared_public_in_the_guarantee():
     rng = np.random.default_rng(0)
     X = np.hstack([0.3 * rng.normal(size=(200, 2)), np.eye(3)[rng.integers(0, 3, 200)]])
     y = (X[:, 0] > 0).astype(int)
-    params = dict(data_norm=2.0, penalize_intercept=True, random_state=0)
+    params = dict(
+        data_norm=2.0, penalize_intercept=True, classes=[0, 1], random_state=0
+    )
     auto = OutputPerturbedLogisticRegression(onehot_groups="auto", **params).fit(X, y)
     given = OutputPerturbedLogisticRegression(
         onehot_groups={"g": [2, 3, 4]}, **params
@@ -552,3 +558,18 @@ def test_auto_onehot_groups_are_declared_public_in_the_guarantee():
     assert auto.guarantee_.public == ("n_samples", "onehot_groups")
     assert given.guarantee_.public == ("n_samples",)
     assert auto.epsilon_ == given.epsilon_
+
+
+@pytest.mark.parametrize("groups", [None, {"g": [2, 3, 4]}])
+def test_huge_data_norm_clips_nothing_and_does_not_overflow(groups):
+    # data_norm**2 overflowed a float (issue 30): the budget of the free
+    # columns is now sqrt(data_norm - k) sqrt(data_norm + k)
+    rng = np.random.default_rng(0)
+    X = np.hstack([rng.normal(size=(50, 2)), np.eye(3)[rng.integers(0, 3, 50)]])
+    y = (X[:, 0] > 0).astype(int)
+    params = dict(lam=1.0, fit_intercept=False, onehot_groups=groups, random_state=0)
+    huge = OutputPerturbedLogisticRegression(data_norm=1e300, **params).fit(X, y)
+    plain = OutputPerturbedLogisticRegression(**params).fit(X, y)
+    assert huge.n_clipped_ == 0
+    np.testing.assert_array_equal(huge.coef_, plain.coef_)
+    assert huge.guarantee_.holds and huge.epsilon_ > 1e250

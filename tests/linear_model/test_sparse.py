@@ -204,7 +204,7 @@ def test_sparse_row_norms_and_clipping_match_the_dense_twins():
         assert n_clipped == n_expected > 0
         assert_allclose(clipped.toarray(), expected, rtol=1e-15)
         assert_allclose(Xs.toarray(), X)  # the input is kept
-    with pytest.raises(ValueError, match="same squared norm in every row"):
+    with pytest.raises(ValueError, match="same norm in every row"):
         _clipping.clip_rows(Xs, 1.5, exempt=[0])
 
 
