@@ -19,6 +19,7 @@ import copy
 import json
 import math
 import re
+import reprlib
 from pathlib import Path
 
 import numpy as np
@@ -232,6 +233,12 @@ def write_privacy_report(estimator, path):
 def read_privacy_report(path):
     """Read a report written by :func:`write_privacy_report`, context in ``attrs``.
 
+    Both files are checked, as they may come from elsewhere: the CSV must
+    hold the columns ``fil``, ``dfil`` and ``mse_bound`` and numbers only;
+    the sidecar JSON, strict UTF-8 JSON (no ``NaN``, no key twice in an
+    object), must be an object whose known fields have the types
+    :func:`privacy_report_metadata` gives them.
+
     Parameters
     ----------
     path : str or path-like
@@ -242,15 +249,170 @@ def read_privacy_report(path):
     report : pandas.DataFrame
         The report, indexed by its first column, float64 columns.
 
+    Raises
+    ------
+    ValueError
+        When either file is not what :func:`write_privacy_report` writes;
+        the message names the file and what is wrong.
+
     Examples
     --------
     See :func:`write_privacy_report`.
     """
-    report = pd.read_csv(path, index_col=0)
+    report = _read_report_csv(Path(path))
     sidecar = sidecar_path(path)
     if sidecar.exists():
-        report.attrs = json.loads(sidecar.read_text(encoding="utf-8"))
+        report.attrs = _read_sidecar(sidecar)
     return report
+
+
+# Columns every privacy report has (all its columns are float64).
+_REQUIRED_COLUMNS = ("fil", "dfil", "mse_bound")
+
+_REWRITE = (
+    "Read files that write_privacy_report or `sklearn-fil report` wrote, "
+    "or write them again."
+)
+
+
+def _read_report_csv(path):
+    """The report CSV ``path``, its columns float64, checked."""
+    try:
+        report = pd.read_csv(path, index_col=0)
+    except ValueError as exc:  # not UTF-8, ragged rows, empty
+        raise ValueError(
+            f"{path} is not a privacy report CSV: {exc}. {_REWRITE}"
+        ) from None
+    missing = [column for column in _REQUIRED_COLUMNS if column not in report]
+    if missing:
+        raise ValueError(
+            f"{path} is not a privacy report CSV: it has no column "
+            f"{', '.join(missing)} (a report has {', '.join(_REQUIRED_COLUMNS)} "
+            f"after its index column). {_REWRITE}"
+        )
+    for column in report.columns[report.dtypes != np.float64]:
+        report[column] = _float_column(report[column], column, path)
+    return report
+
+
+def _float_column(values, column, path):
+    """The column ``values`` of the CSV ``path`` as float64, or a ValueError."""
+    try:
+        if not pd.api.types.is_bool_dtype(values):
+            return pd.to_numeric(values).astype(np.float64)
+        problem = "it holds True/False"
+    except (TypeError, ValueError) as exc:
+        problem = str(exc)
+    raise ValueError(
+        f"Column {column!r} of {path} is not numbers ({problem}); the columns "
+        f"of a privacy report are float64. {_REWRITE}"
+    )
+
+
+def _unique_keys(pairs):
+    """A JSON object as a dict; a ValueError if a key repeats."""
+    seen = set()
+    for key, _ in pairs:
+        if key in seen:
+            raise ValueError(f"the key {key!r} appears twice in one object")
+        seen.add(key)
+    return dict(pairs)
+
+
+def _no_constant(name):
+    """Refuse ``NaN``, ``Infinity``, ``-Infinity``: not JSON, never written."""
+    raise ValueError(
+        f"{name} is no JSON number (the writer stores a missing number as null)"
+    )
+
+
+def _finite_float(text):
+    """A JSON number as a float; a ValueError if it overflows (``1e400``)."""
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError(f"the number {text} is out of range")
+    return value
+
+
+def _number(value):
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def _count(value):
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+def _non_negative_or_null(value):
+    return value is None or (_number(value) and value >= 0)
+
+
+def _probability_or_null(value):
+    return value is None or (_number(value) and 0 <= value < 1)
+
+
+def _string_or_null(value):
+    return value is None or isinstance(value, str)
+
+
+def _strings_or_null(value):
+    return value is None or (
+        isinstance(value, list) and all(isinstance(item, str) for item in value)
+    )
+
+
+# The sidecar's known fields, privacy_report_metadata's keys: a check and
+# what it wants. Other keys (those `sklearn-fil report` adds) are kept as read.
+_SIDECAR_FIELDS = {
+    "sklearn_fil_version": (lambda value: isinstance(value, str), "a string"),
+    "estimator": (lambda value: isinstance(value, str), "a string"),
+    "estimator_params": (lambda value: isinstance(value, dict), "an object"),
+    "n": (_count, "a non-negative integer"),
+    "sigma": (_non_negative_or_null, "a non-negative number or null"),
+    "epsilon": (_non_negative_or_null, "a non-negative number or null"),
+    "delta": (_probability_or_null, "a number in [0, 1) or null"),
+    "neighboring_relation": (
+        lambda value: value in (None, "replace_one", "add_remove"),
+        '"replace_one", "add_remove" or null',
+    ),
+    "public": (_strings_or_null, "a list of strings or null"),
+    "no_guarantee_reason": (_string_or_null, "a string or null"),
+    "n_clipped": (_count, "a non-negative integer"),
+    "dataset_fil": (_non_negative_or_null, "a non-negative number or null"),
+    "sensitive": (lambda value: isinstance(value, str), "a string"),
+}
+
+
+def _read_sidecar(path):
+    """The metadata in the sidecar JSON ``path``, checked."""
+    try:
+        metadata = json.loads(
+            path.read_bytes().decode("utf-8"),
+            object_pairs_hook=_unique_keys,
+            parse_constant=_no_constant,
+            parse_float=_finite_float,
+        )
+    except RecursionError:
+        problem = "its JSON is nested too deeply to read"
+    except ValueError as exc:  # not UTF-8, not JSON, or refused by a hook
+        problem = str(exc)
+    else:
+        if not isinstance(metadata, dict):
+            problem = f"it holds {reprlib.repr(metadata)}, not a JSON object"
+        else:
+            problem = next(
+                (
+                    f"its {key!r} is {reprlib.repr(metadata[key])}; it must be {wanted}"
+                    for key, (check, wanted) in _SIDECAR_FIELDS.items()
+                    if key in metadata and not check(metadata[key])
+                ),
+                None,
+            )
+    if problem is not None:
+        raise ValueError(
+            f"{path} is not the sidecar JSON of a privacy report: {problem}. "
+            f"{_REWRITE} To read the CSV without it, remove {path.name}."
+        )
+    return metadata
 
 
 # A per-attribute column of a report: ``fil[<attribute>]`` (any stem).
