@@ -267,7 +267,7 @@ def adversary_weights(sample_weight, X):
     return omega
 
 
-def resolve_attribute(attribute, model, n_features):
+def resolve_attribute(attribute, model, n_features, label=None):
     """Columns and display name of the attacked attribute.
 
     Parameters
@@ -280,6 +280,9 @@ def resolve_attribute(attribute, model, n_features):
         The target model (for feature names and one-hot groups).
     n_features : int
         Number of features.
+    label : str, default=None
+        The label's name as an attribute, listed in the error beside the
+        features (the label itself is resolved by the caller).
 
     Returns
     -------
@@ -306,7 +309,8 @@ def resolve_attribute(attribute, model, n_features):
         shown = ", ".join(names[:10]) + (", ..." if len(names) > 10 else "")
         raise ValueError(
             f"attribute {key!r} is not a feature of the data"
-            + (f" (features: {shown})." if names else " (the model has no names).")
+            + (f" (features: {shown}" if names else " (the model has no names")
+            + (f"; the label: {label!r})." if label is not None else ").")
         )
 
     if isinstance(attribute, str) and attribute in groups and attribute not in names:

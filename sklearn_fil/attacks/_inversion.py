@@ -9,7 +9,8 @@ problem differs from the training problem by one row, so all of them are
 solved together by Newton's method from the released weights with the
 Hessian of a shared point corrected by a rank-two (Woodbury) update: one
 step is exact for the squared loss, and for the logistic loss a few steps
-share one Gram matrix each.
+share one Gram matrix each. The label is attacked the same way: its candidate
+problems differ in the target's label only, which leaves the Hessian as it is.
 
 The black-box adversary of Fredrikson et al. (2014) only queries the model:
 it weighs the prior of each candidate by how well the model's prediction at
@@ -31,6 +32,7 @@ from sklearn.utils import check_array, gen_batches
 from sklearn.utils.validation import check_is_fitted
 
 from sklearn_fil._glm import SPDFactor, fit_glm
+from sklearn_fil._report import target_label
 from sklearn_fil.attacks._base import (
     adversary_weights,
     check_model_features,
@@ -103,7 +105,34 @@ def _baseline(truth, exact):
     return -float(np.mean(np.var(np.asarray(truth, dtype=np.float64), axis=0)))
 
 
-def _pipeline_attribute(attribute, prefix, raw_columns):
+def _label_names(y, model):
+    """The names the label goes by as an attribute: the report's, then ``"y"``.
+
+    The privacy report calls the label ``fil[<name>]``: the name of ``y`` when
+    it is a named Series, else ``"y"`` (renamed by
+    :func:`~sklearn_fil._report.target_label` when a feature has that name).
+    A released model does not record it, so it is read from the ``y`` the
+    attack is given; ``"y"`` is taken too, unless a feature is so called.
+    """
+    features = getattr(model, "feature_names_in_", None)
+    if features is None:
+        features = [f"x{j}" for j in range(getattr(model, "n_features_in_", 0))]
+    features = [str(f) for f in features]
+    name = y.name if isinstance(y, pd.Series) and y.name is not None else "y"
+    label = str(target_label(str(name), features))
+    return [label] + (["y"] if label != "y" and "y" not in features else [])
+
+
+def _check_raw_frame(X):
+    """Raise unless ``X`` is a DataFrame, as a Pipeline is fitted on raw rows."""
+    if not isinstance(X, pd.DataFrame):
+        raise TypeError(
+            "An attack on a Pipeline takes the raw training rows as a pandas "
+            f"DataFrame, as the pipeline was fitted; got {type(X).__name__}."
+        )
+
+
+def _pipeline_attribute(attribute, prefix, raw_columns, label):
     """Original column name, transformed columns and levels of ``attribute``."""
     mapping = original_columns(prefix)
     key = attribute
@@ -113,10 +142,10 @@ def _pipeline_attribute(attribute, prefix, raw_columns):
         key = raw_columns[key]
     if not isinstance(key, str) or key not in mapping:
         raise ValueError(
-            f"attribute {attribute!r} is not an original column that the "
-            "pipeline's ColumnTransformer one-hot encodes or maps to one column, "
-            "or that a prefix keeping its column names passes through "
-            f"(such columns: {sorted(mapping)[:10]})."
+            f"attribute {attribute!r} is neither the label {label!r} nor an "
+            "original column that the pipeline's ColumnTransformer one-hot "
+            "encodes or maps to one column, or that a prefix keeping its column "
+            f"names passes through (such columns: {sorted(mapping)[:10]})."
         )
     cols, levels = mapping[key]
     return key, cols, levels
@@ -134,6 +163,8 @@ _PRIVATE = (
     "_prefix",
     "_raw",
     "_n_columns",
+    "_label",
+    "_labels",
 )
 
 
@@ -154,9 +185,17 @@ class _AttributeInversion(TransformerMixin, BaseEstimator):
         """
         self._validate_params()
         prefix, _ = split_pipeline(model)
+        labels = _label_names(y, model)
+        if isinstance(self.attribute, str) and self.attribute in labels:
+            return self._validate_label_knowledge(X, y, model, prefix, labels[0])
         if prefix is not None and self._through_prefix(X, prefix):
-            return self._validate_pipeline_knowledge(X, y, model, prefix)
+            return self._validate_pipeline_knowledge(X, y, model, prefix, labels[0])
         names = X.columns if isinstance(X, pd.DataFrame) else None
+        # the attribute before the rows: its error lists the names, and raw
+        # rows (of strings) would fail as numbers first
+        shape = np.shape(X)
+        n_features = getattr(model, "n_features_in_", shape[-1] if shape else 0)
+        columns, name = resolve_attribute(self.attribute, model, n_features, labels[0])
         X = check_array(X, dtype=np.float64, ensure_min_samples=2, input_name="X")
         y = np.asarray(y)
         if y.shape != (X.shape[0],):
@@ -165,7 +204,6 @@ class _AttributeInversion(TransformerMixin, BaseEstimator):
                 f"y has shape {y.shape}."
             )
         check_model_features(X, model)
-        columns, name = resolve_attribute(self.attribute, model, X.shape[1])
         fitted = {
             "model_": model,
             "n_features_in_": X.shape[1],
@@ -175,6 +213,7 @@ class _AttributeInversion(TransformerMixin, BaseEstimator):
             "_n_targets": X.shape[0],
             "_n_columns": X.shape[1],
             "_prefix": False,
+            "_label": False,
         }
         truth = X[:, columns]
         fitted["baseline_"] = _baseline(
@@ -188,7 +227,72 @@ class _AttributeInversion(TransformerMixin, BaseEstimator):
         """Whether to attack a Pipeline's final step through its prefix."""
         return True
 
-    def _validate_pipeline_knowledge(self, X, y, model, prefix):
+    def _label_rows(self, X, prefix):
+        """The rows of an attack on the label, as numbers (through ``prefix``)."""
+        if prefix is not None:
+            _check_raw_frame(X)
+            return check_array(transform_dense(prefix, X), input_name="X")
+        X = check_array(X, dtype=np.float64, ensure_min_samples=2, input_name="X")
+        check_model_features(X, self.model)
+        return X
+
+    def _validate_label_knowledge(self, X, y, model, prefix, name):
+        """The knowledge of an attack on the label ``name``: rows and labels.
+
+        The candidates are a classifier's ``classes_``, or a regressor's
+        distinct values of ``y`` (or ``candidates``). The rows are those of
+        :meth:`_label_rows`, through the prefix of a Pipeline when the attack
+        goes through it.
+        """
+        if np.ndim(X) != 2:
+            raise ValueError(f"X must be 2-D; got shape {np.shape(X)}.")
+        through = prefix is not None and self._through_prefix(X, prefix)
+        rows = self._label_rows(X, prefix if through else None)
+        n = np.shape(rows)[0]
+        y = np.asarray(y)
+        if y.shape != (n,) or n < 2:
+            raise ValueError(
+                f"y must have one entry per row of X (at least 2): X has {n} rows, "
+                f"y has shape {y.shape}."
+            )
+        _, final = split_pipeline(model)
+        if is_classifier(final):
+            if self.candidates is not None:
+                raise ValueError(
+                    f"The candidates of the label {name!r} of a classifier are its "
+                    "classes_; pass candidates=None."
+                )
+            values = np.asarray(final.classes_)
+            unknown = ~np.isin(y, values)
+            if unknown.any():
+                raise ValueError(
+                    f"y has labels {np.unique(y[unknown])[:5].tolist()} that are "
+                    f"not classes of the model {values.tolist()}."
+                )
+        else:
+            y = y.astype(np.float64)
+            column = np.zeros(1, dtype=np.int64)
+            values = _candidate_values(self.candidates, y[:, None], column, name)[:, 0]
+        fitted = {
+            "model_": model,
+            "n_features_in_": np.shape(X)[1],
+            "columns_": np.empty(0, dtype=np.int64),
+            "attribute_name_": name,
+            "candidates_": values[:, None],
+            "baseline_": _baseline(y[:, None], bool(np.isin(y, values).all())),
+            "_n_targets": n,
+            "_n_columns": np.shape(rows)[1],
+            "_prefix": through,
+            "_label": True,
+            "_labels": y,
+        }
+        if through:
+            fitted["levels_"] = values
+        if isinstance(X, pd.DataFrame):
+            fitted["feature_names_in_"] = np.asarray(X.columns, dtype=object)
+        return rows, y, fitted
+
+    def _validate_pipeline_knowledge(self, X, y, model, prefix, label):
         """The knowledge of an attack on a Pipeline: raw rows, transformed.
 
         The prefix is public: the attack runs in its output space, on the
@@ -196,13 +300,9 @@ class _AttributeInversion(TransformerMixin, BaseEstimator):
         candidates are the levels of a one-hot encoded column or the distinct
         raw values of a numeric one, transformed by the prefix.
         """
-        if not isinstance(X, pd.DataFrame):
-            raise TypeError(
-                "An attack on a Pipeline takes the raw training rows as a pandas "
-                f"DataFrame, as the pipeline was fitted; got {type(X).__name__}."
-            )
+        _check_raw_frame(X)
         name, columns, levels = _pipeline_attribute(
-            self.attribute, prefix, list(X.columns)
+            self.attribute, prefix, list(X.columns), label
         )
         Xt = check_array(transform_dense(prefix, X), input_name="X")
         y = np.asarray(y)
@@ -246,12 +346,16 @@ class _AttributeInversion(TransformerMixin, BaseEstimator):
             "_n_targets": X.shape[0],
             "_n_columns": Xt.shape[1],
             "_prefix": True,
+            "_label": False,
             "_raw": X.iloc[:1].copy(),
         }
         return Xt, y, fitted
 
     def _raw_rows(self, X):
-        """The targets' raw rows, the attribute's own column filled (never read)."""
+        """The targets' raw rows, the attribute's own column filled (never read).
+
+        The label has no column: the rows are those given.
+        """
         check_is_fitted(self)
         expected = (self._n_targets, self.n_features_in_)
         if not isinstance(X, pd.DataFrame) or X.shape != expected:
@@ -260,7 +364,8 @@ class _AttributeInversion(TransformerMixin, BaseEstimator):
                 f"{expected}; got {type(X).__name__} {getattr(X, 'shape', '')}."
             )
         X = X.copy()
-        X[self.attribute_name_] = self.levels_[0]
+        if not self._label:
+            X[self.attribute_name_] = self.levels_[0]
         return X
 
     def _targets(self, X):
@@ -293,7 +398,8 @@ class _AttributeInversion(TransformerMixin, BaseEstimator):
         X_attr : ndarray of shape (n_samples, n_columns)
             The reconstructed attribute: one column, or the one-hot levels of
             a group. Against a Pipeline, one column of raw values (the level
-            names of a categorical column).
+            names of a categorical column). For the label, one column of
+            labels (a classifier's ``classes_``).
         """
         scores = self.decision_function(X)
         best = np.argmax(scores, axis=1)
@@ -308,8 +414,9 @@ class _AttributeInversion(TransformerMixin, BaseEstimator):
         ----------
         X : array-like of shape (n_samples, n_features)
             The training examples with their true attribute values.
-        y : None
-            Ignored.
+        y : array-like of shape (n_samples,), default=None
+            The true labels, for an attack on the label; None uses those
+            given to :meth:`fit`. Ignored for any other attribute.
 
         Returns
         -------
@@ -319,17 +426,21 @@ class _AttributeInversion(TransformerMixin, BaseEstimator):
             otherwise minus the mean squared error of the reconstructions.
             Against a Pipeline, in raw terms. Compare with ``baseline_``.
         """
-        if self._prefix:
-            truth = np.asarray(X[self.attribute_name_])[:, None]
-            guess = self.transform(X)
-            if np.isin(truth, self.levels_).all():
-                return float(np.mean(guess == truth))
-            return -float(np.mean((guess.astype(float) - truth.astype(float)) ** 2))
-        truth = check_array(X, dtype=np.float64)[:, self.columns_]
         guess = self.transform(X)
-        if np.isin(truth, self.candidates_).all():
+        if self._label:
+            truth = np.asarray(self._labels if y is None else y)[:, None]
+            if truth.shape != guess.shape:
+                raise ValueError(
+                    f"y must hold the {len(guess)} true labels; got shape "
+                    f"{truth.shape[:1]}."
+                )
+        elif self._prefix:
+            truth = np.asarray(X[self.attribute_name_])[:, None]
+        else:
+            truth = check_array(X, dtype=np.float64)[:, self.columns_]
+        if np.isin(truth, self.levels_ if self._prefix else self.candidates_).all():
             return float(np.mean(np.all(guess == truth, axis=1)))
-        return -float(np.mean((guess - truth) ** 2))
+        return -float(np.mean((guess.astype(float) - truth.astype(float)) ** 2))
 
     def get_feature_names_out(self, input_features=None):
         """Names of the reconstructed columns.
@@ -345,7 +456,7 @@ class _AttributeInversion(TransformerMixin, BaseEstimator):
             The attribute's column names.
         """
         check_is_fitted(self)
-        if self._prefix:
+        if self._prefix or self._label:
             return np.asarray([self.attribute_name_], dtype=object)
         names = getattr(self, "feature_names_in_", None)
         if names is None:
@@ -361,7 +472,10 @@ class WhiteBoxAttributeInversion(_AttributeInversion):
     weights ``w'`` and the training recipe. For each candidate value ``a`` it
     computes the minimiser ``w(a)`` of the training objective with the
     target's attribute set to ``a`` and guesses ``argmin_a ||w' - w(a)||``
-    (the maximum-likelihood candidate under Gaussian output noise).
+    (the maximum-likelihood candidate under Gaussian output noise). The
+    label is an attribute like the others: its candidates are a classifier's
+    ``classes_`` (or a grid of a regressor's values), and ``w(a)`` is the
+    minimiser with the target's label set to ``a``.
 
     All ``n * k`` candidate problems are solved together. Each differs from
     the training problem by one row, so its Hessian at a shared point is the
@@ -388,15 +502,20 @@ class WhiteBoxAttributeInversion(_AttributeInversion):
         is attacked through its prefix, public knowledge of the adversary:
         ``X`` is then the raw DataFrame, ``attribute`` an original column
         (a one-hot encoded column is attacked as the group of its levels)
-        and the results are raw values.
+        or the label, and the results are raw values.
     attribute : int, str or list
         The attacked attribute: a column index, a feature name, the name of
-        one of the model's ``onehot_groups``, or a list of the columns of a
-        one-hot encoded attribute.
+        one of the model's ``onehot_groups``, a list of the columns of a
+        one-hot encoded attribute, or the label by the name of its privacy
+        report's ``fil[<name>]`` column (the name of the ``y`` given to
+        :meth:`fit` when it is a named Series, else ``"y"``; ``"y"`` also
+        names the label unless a feature has that name).
     candidates : array-like of shape (n_candidates,), default=None
-        Values tried for a single-column attribute; None uses the distinct
-        values of the column in the data given to :meth:`fit` (at most 256).
-        Must be None for a one-hot attribute, whose candidates are its levels.
+        Values tried for a single-column attribute (or a regressor's label);
+        None uses the distinct values of the column (of ``y``) in the data
+        given to :meth:`fit` (at most 256). Must be None for a one-hot
+        attribute, whose candidates are its levels, and for a classifier's
+        label, whose candidates are its ``classes_``.
     method : {"newton", "one_step"}, default="newton"
         Solve each candidate problem to convergence, or take one Newton step
         from the released weights. Both are exact for the squared loss.
@@ -411,7 +530,7 @@ class WhiteBoxAttributeInversion(_AttributeInversion):
     model_ : estimator
         The target model.
     columns_ : ndarray of int
-        Columns of the attacked attribute.
+        Columns of the attacked attribute (none for the label).
     attribute_name_ : str
         Its name.
     baseline_ : float
@@ -420,10 +539,12 @@ class WhiteBoxAttributeInversion(_AttributeInversion):
         minus the attribute's variance (the mean squared error of guessing
         its mean).
     levels_ : ndarray of shape (n_candidates,)
-        Against a Pipeline only: the candidates as raw values (the level
-        names of a one-hot encoded column).
+        Against a Pipeline only (for the label, only when attacked through
+        the prefix): the candidates as raw values (the level names of a
+        one-hot encoded column, or the classes).
     candidates_ : ndarray of shape (n_candidates, n_columns)
-        The candidate values (rows of the identity for a one-hot attribute).
+        The candidate values (rows of the identity for a one-hot attribute;
+        a classifier's ``classes_`` for the label).
     n_iter_ : int
         Newton steps taken.
     n_features_in_ : int
@@ -490,7 +611,8 @@ class WhiteBoxAttributeInversion(_AttributeInversion):
             only inside the leave-one-out corrections of the attack on ``i``,
             where it cancels exactly.
         y : array-like of shape (n_samples,)
-            Training targets.
+            Training targets. Against the label, example ``i``'s own label
+            is likewise used only where it cancels exactly.
         sample_weight : array-like of shape (n_samples,), default=None
             The adversary's knowledge of the example weights ``omega_i`` the
             target was trained with; None means unit weights. Required when
@@ -551,16 +673,25 @@ class WhiteBoxAttributeInversion(_AttributeInversion):
         known = self._targets(X)
         recipe = self._recipe
         rows = np.repeat(known, len(self.candidates_), axis=0)
-        rows[:, self.columns_] = np.tile(self.candidates_, (len(known), 1))
+        owner = np.repeat(np.arange(len(known)), len(self.candidates_))
+        if self._label:
+            # the row stays; its label is each candidate in turn
+            labels = np.tile(recipe.encode(self.candidates_[:, 0]), len(known))
+        else:
+            rows[:, self.columns_] = np.tile(self.candidates_, (len(known), 1))
+            labels = self._y[owner]
         # clipping rescales the whole row, so it sees the candidate value
         Z = recipe.augment(recipe.clip(rows))
-        owner = np.repeat(np.arange(len(known)), len(self.candidates_))
-        W = self._solve(owner, Z)
+        W = self._solve(owner, Z, labels)
         dist = np.linalg.norm(W - recipe.weights, axis=1)
         return -dist.reshape(len(known), len(self.candidates_))
 
-    def _solve(self, owner, Z):
-        """Minimisers of the training objective with row ``owner[b]`` := ``Z[b]``."""
+    def _solve(self, owner, Z, labels):
+        """Minimisers of the training objective, example ``owner[b]`` replaced.
+
+        Its row becomes ``Z[b]`` and its label ``labels[b]`` (as the loss
+        sees it).
+        """
         recipe = self._recipe
         w0 = recipe.weights
         if recipe.loss == "logistic" and self.method == "newton":
@@ -591,7 +722,7 @@ class WhiteBoxAttributeInversion(_AttributeInversion):
             ) from None
         W = np.tile(w0, (len(owner), 1))
         # At the start the full-data gradient is shared by every problem.
-        grad = self._swap_row(self._gradients(W[:1])[0], W, owner, Z)
+        grad = self._swap_row(self._gradients(W[:1])[0], W, owner, Z, labels)
         done = np.zeros(len(owner), dtype=bool)
         for it in range(1, self.max_iter + 1):
             todo = np.flatnonzero(~done)
@@ -600,7 +731,9 @@ class WhiteBoxAttributeInversion(_AttributeInversion):
             w_bar = w0 if it == 1 else W[todo].mean(axis=0)
             if it > 1:
                 H_inv = self._hessian_inverse(w_bar)
-            step = self._woodbury_step(H_inv, w_bar, owner[todo], Z[todo], grad[todo])
+            step = self._woodbury_step(
+                H_inv, w_bar, owner[todo], Z[todo], labels[todo], grad[todo]
+            )
             self.n_iter_ = it
             if recipe.loss == "squared" or self.method == "one_step":
                 return W - step  # exact for the squared loss
@@ -608,7 +741,7 @@ class WhiteBoxAttributeInversion(_AttributeInversion):
             t = np.ones(len(todo))
             trial = W[todo] - step
             g_trial = self._swap_row(
-                self._gradients(trial), trial, owner[todo], Z[todo]
+                self._gradients(trial), trial, owner[todo], Z[todo], labels[todo]
             )
             old_norm = np.linalg.norm(grad[todo], axis=1)
             for _ in range(30):
@@ -622,6 +755,7 @@ class WhiteBoxAttributeInversion(_AttributeInversion):
                     trial[grew],
                     owner[todo[grew]],
                     Z[todo[grew]],
+                    labels[todo[grew]],
                 )
             W[todo], grad[todo] = trial, g_trial
             small = t * np.linalg.norm(step, axis=1) <= self.tol * (
@@ -638,16 +772,17 @@ class WhiteBoxAttributeInversion(_AttributeInversion):
         )
         return W
 
-    def _swap_row(self, full, W, owner, Z):
-        """Full-data gradients with each owner's row replaced by its candidate.
+    def _swap_row(self, full, W, owner, Z, labels):
+        """Full-data gradients with each owner's example replaced by its candidate.
 
-        The owner's weight ``omega_i`` scales both the removed and the
-        candidate term.
+        The candidate of problem ``b`` is the row ``Z[b]`` with label
+        ``labels[b]``. The owner's weight ``omega_i`` scales both the removed
+        and the candidate term.
         """
         family, y = self._recipe.family, self._y
         Xo, yo, wo = self._Xt[owner], y[owner], self._omega[owner]
         r_own, _ = family.derivatives(np.einsum("bp,bp->b", Xo, W), yo)
-        r_new, _ = family.derivatives(np.einsum("bp,bp->b", Z, W), yo)
+        r_new, _ = family.derivatives(np.einsum("bp,bp->b", Z, W), labels)
         return full - (wo * r_own)[:, None] * Xo + (wo * r_new)[:, None] * Z
 
     def _gradients(self, W):
@@ -668,19 +803,20 @@ class WhiteBoxAttributeInversion(_AttributeInversion):
         H[np.diag_indices_from(H)] += self._recipe.penalty(omega.sum())
         return SPDFactor(H).inverse()
 
-    def _woodbury_step(self, H_inv, w, owner, Z, grad):
+    def _woodbury_step(self, H_inv, w, owner, Z, labels, grad):
         """Newton steps with ``H(w) - omega_i (c_own x x^T - c_new z z^T)``.
 
         ``H(w)`` is the full-data Hessian at the shared point ``w`` (given by
         its inverse ``H_inv``); each problem's own row is swapped for its
-        candidate row, at the row's weight ``omega_i``, by a rank-two update
-        applied through the Woodbury identity.
+        candidate row (with label ``labels[b]``), at the row's weight
+        ``omega_i``, by a rank-two update applied through the Woodbury
+        identity.
         """
         Xt, y = self._Xt, self._y
         family = self._recipe.family
         Xo, yo, wo = Xt[owner], y[owner], self._omega[owner]
         _, c_own = family.derivatives(Xo @ w, yo)
-        _, c_new = family.derivatives(Z @ w, yo)
+        _, c_new = family.derivatives(Z @ w, labels)
         b, p = Xo.shape
         U = np.stack([Xo, Z], axis=1)  # b x 2 x p: the rows of U_b^T
         C = np.stack([-wo * c_own, wo * c_new], axis=1)  # b x 2
@@ -708,7 +844,10 @@ class BlackBoxAttributeInversion(_AttributeInversion):
 
     with ``pi`` a Gaussian density of the label around the prediction, of
     variance the model's training mean squared error, for a regressor, and
-    the predicted probability of the known label for a classifier.
+    the predicted probability of the known label for a classifier. Against
+    the label (the other attributes known) it guesses ``argmax_a p(a) *
+    pi(model(x_i), a)``: the prior of each label (its frequency in ``y``)
+    times the model's probability (or Gaussian density) of it.
 
     Parameters
     ----------
@@ -721,19 +860,24 @@ class BlackBoxAttributeInversion(_AttributeInversion):
         categorical column); otherwise the rows are passed as given.
     attribute : int, str or list
         The attacked attribute: a column index, a feature name, the name of
-        one of the model's ``onehot_groups``, or a list of the columns of a
-        one-hot encoded attribute.
+        one of the model's ``onehot_groups``, a list of the columns of a
+        one-hot encoded attribute, or the label by the name of its privacy
+        report's ``fil[<name>]`` column (the name of the ``y`` given to
+        :meth:`fit` when it is a named Series, else ``"y"``; ``"y"`` also
+        names the label unless a feature has that name).
     candidates : array-like of shape (n_candidates,), default=None
-        Values tried for a single-column attribute; None uses the distinct
-        values of the column in the data given to :meth:`fit` (at most 256).
-        Must be None for a one-hot attribute, whose candidates are its levels.
+        Values tried for a single-column attribute (or a regressor's label);
+        None uses the distinct values of the column (of ``y``) in the data
+        given to :meth:`fit` (at most 256). Must be None for a one-hot
+        attribute, whose candidates are its levels, and for a classifier's
+        label, whose candidates are its ``classes_``.
 
     Attributes
     ----------
     model_ : estimator
         The target model.
     columns_ : ndarray of int
-        Columns of the attacked attribute.
+        Columns of the attacked attribute (none for the label).
     attribute_name_ : str
         Its name.
     baseline_ : float
@@ -742,10 +886,11 @@ class BlackBoxAttributeInversion(_AttributeInversion):
         minus the attribute's variance (the mean squared error of guessing
         its mean).
     levels_ : ndarray of shape (n_candidates,)
-        Against a Pipeline only: the candidates as raw values (the level
-        names of a one-hot encoded column).
+        Against a Pipeline only (for the label, only when attacked through
+        the prefix): the candidates as raw values (the level names of a
+        one-hot encoded column, or the classes).
     candidates_ : ndarray of shape (n_candidates, n_columns)
-        The candidate values.
+        The candidate values (a classifier's ``classes_`` for the label).
     prior_ : ndarray of shape (n_candidates,)
         Prior of each candidate: the fraction of training values nearest to
         it (ties to the first), with one pseudo-count per candidate so that
@@ -794,6 +939,12 @@ class BlackBoxAttributeInversion(_AttributeInversion):
             and self.attribute in original_columns(prefix)
         )
 
+    def _label_rows(self, X, prefix):
+        # the model is queried with the rows as given (the label has no
+        # column); numbers or not, they must be complete
+        check_array(X, dtype=None, ensure_min_samples=2, input_name="X")
+        return X
+
     def fit(self, X, y):
         """Learn the prior, the model's training error and the targets' labels.
 
@@ -802,7 +953,8 @@ class BlackBoxAttributeInversion(_AttributeInversion):
         X : array-like of shape (n_samples, n_features)
             The training set (its attribute column gives the prior).
         y : array-like of shape (n_samples,)
-            The targets' labels, known to the adversary.
+            The targets' labels, known to the adversary; against the label,
+            the labels that give the prior (the scores do not read them).
 
         Returns
         -------
@@ -824,12 +976,15 @@ class BlackBoxAttributeInversion(_AttributeInversion):
         columns = X.columns if isinstance(X, pd.DataFrame) else None
         X, y, fitted = self._validate_knowledge(X, y, model)
         candidates = fitted["candidates_"]
-        values = X[:, fitted["columns_"]]
-        if fitted["_prefix"]:
-            X, columns = raw, None  # the pipeline is queried with raw rows
-        nearest = np.argmin(
-            ((values[:, None, :] - candidates[None]) ** 2).sum(axis=2), axis=1
-        )
+        if fitted["_label"] and classifier:
+            nearest = np.searchsorted(candidates[:, 0], y)  # the classes_
+        else:
+            values = y[:, None] if fitted["_label"] else X[:, fitted["columns_"]]
+            nearest = np.argmin(
+                ((values[:, None, :] - candidates[None]) ** 2).sum(axis=2), axis=1
+            )
+        if fitted["_prefix"] or fitted["_label"]:
+            X, columns = raw, None  # the model is queried with the rows as given
         counts = np.bincount(nearest, minlength=len(candidates)) + 1.0
         mse = None
         if classifier:
@@ -859,8 +1014,11 @@ class BlackBoxAttributeInversion(_AttributeInversion):
         Returns
         -------
         scores : ndarray of shape (n_samples, n_candidates)
-            ``log p(a) + log pi(model(x_i with a), y_i)``.
+            ``log p(a) + log pi(model(x_i with a), y_i)``; for the label,
+            ``log p(a) + log pi(model(x_i), a)``.
         """
+        if self._label:
+            return np.log(self.prior_) + self._label_fit(X)
         if self._prefix:
             known = self._raw_rows(X)
             values = self.levels_
@@ -884,3 +1042,18 @@ class BlackBoxAttributeInversion(_AttributeInversion):
                 fit = -0.5 * (self._y - pred) ** 2 / max(self.mse_, 1e-300)
             scores[:, k] = np.log(self.prior_[k]) + fit
         return scores
+
+    def _label_fit(self, X):
+        """``log pi(model(x_i), a)`` of every target and candidate label ``a``."""
+        check_is_fitted(self)
+        if np.shape(X) != (self._n_targets, self.n_features_in_):
+            raise ValueError(
+                "X must hold the training examples in the order given to fit, "
+                f"shape {(self._n_targets, self.n_features_in_)}; got {np.shape(X)}."
+            )
+        if self.mse_ is None:  # the candidates are the classes_, in order
+            proba = _query(self.model_, X, None, "predict_proba")
+            return np.log(np.maximum(proba, 1e-300))
+        pred = np.asarray(_query(self.model_, X, None, "predict"), float)
+        labels = self.candidates_[:, 0]
+        return -0.5 * (labels - pred[:, None]) ** 2 / max(self.mse_, 1e-300)
