@@ -5,10 +5,14 @@
 
 A one-page Sphinx project with the site's math extension
 (``doc/sphinxext/offline_math.py``) is built; its page must load MathJax from
-a file inside the build, never from the network. Where a headless Chromium
-is installed (Debian's ``chromium-headless-shell``), the page is opened with
+a file inside the build, never from the network. The ``browser`` test opens
+the page in a headless Chromium (Debian's ``chromium-headless-shell``) with
 every host name unresolvable: MathJax must have typeset every formula (SVG in
-the DOM, no TeX delimiters left), and a screenshot is taken.
+the DOM, no TeX delimiters left), and a screenshot is taken. Chromium is not
+pip-installable, so that test is deselected by default (``-m "not browser"``
+in pyproject.toml's ``addopts``); ``.ci/run`` installs Chromium and runs it
+with ``python -m pytest -m browser -q tests/test_docs_math.py``, where a
+missing Chromium fails the test rather than skipping it.
 """
 
 import re
@@ -78,7 +82,10 @@ def _chromium():
         path = shutil.which(name)
         if path:
             return path
-    pytest.skip("no headless Chromium (apt-get install chromium-headless-shell)")
+    pytest.fail(
+        "The browser tests need a headless Chromium: apt-get install "
+        'chromium-headless-shell, or deselect them with -m "not browser".'
+    )
 
 
 def _offline_chromium(page, *args):
@@ -96,6 +103,28 @@ def _offline_chromium(page, *args):
     return subprocess.run(cmd, check=True, capture_output=True, text=True, timeout=120)
 
 
+def test_missing_chromium_fails_rather_than_skips(monkeypatch):
+    monkeypatch.setattr(shutil, "which", lambda name: None)
+    with pytest.raises(pytest.fail.Exception, match="chromium-headless-shell"):
+        _chromium()
+
+
+def test_browser_tests_are_deselected_by_default():
+    # the README's test command has no -m: pyproject.toml's addopts deselects
+    # the browser tests, and a -m on the command line replaces it
+    def collected(*args):
+        cmd = [sys.executable, "-m", "pytest", "--collect-only", "-q", *args, __file__]
+        out = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT).stdout
+        return {line.split("::")[-1] for line in out.splitlines() if "::" in line}
+
+    browser = "test_math_renders_offline_in_headless_chromium"
+    default = collected()
+    assert browser not in default
+    assert "test_page_loads_mathjax_from_the_build" in default
+    assert collected("-m", "browser") == {browser}
+
+
+@pytest.mark.browser
 def test_math_renders_offline_in_headless_chromium(built_site, tmp_path):
     page = built_site / "index.html"
     dom = _offline_chromium(page, "--dump-dom").stdout

@@ -37,3 +37,17 @@ def test_readme_quickstart_runs_as_written():
     assert blocks, "README has no python quickstart"
     assert len(blocks[0].strip().splitlines()) <= 10
     subprocess.run([sys.executable, "-c", blocks[0]], check=True, cwd=ROOT)
+
+
+def test_ci_runs_the_readme_test_command_then_the_browser_test():
+    readme = (ROOT / "README.md").read_text()
+    setup = readme.split("## Set up and run")[1].split("\n## ")[0]
+    commands = re.findall(r"```bash\n(.*?)\n```", setup, flags=re.S)
+    assert len(commands) == 2, commands
+    test_command = commands[1]
+    # no -m of its own: pyproject.toml's addopts deselects the browser test
+    assert "-m" not in test_command.rpartition("pytest")[2].split()
+    ci = (ROOT / ".ci" / "run").read_text().splitlines()
+    browser = "python -m pytest -m browser -q tests/test_docs_math.py"
+    assert test_command in ci and browser in ci
+    assert ci.index(test_command) < ci.index(browser)
