@@ -519,6 +519,15 @@ class BudgetRefit:
 
     Made by :func:`within_budget`; see there.
 
+    A search's ``refit`` is either the name of the metric that ranks the
+    candidates or a callable that picks one. A ``BudgetRefit`` is the
+    callable, and stands for the name too: it compares equal to, and hashes
+    as, ``"score"``, the key of the ranking scorer in ``scoring``. The
+    search's own ``score`` looks its scorer up as ``scorer_[refit]`` (a
+    plain callable there is a ``KeyError``: `scikit-learn#17058
+    <https://github.com/scikit-learn/scikit-learn/issues/17058>`_), and so
+    scores the refitted model with the scorer that ranked the candidates.
+
     Parameters
     ----------
     budget : PrivacyBudget
@@ -528,6 +537,8 @@ class BudgetRefit:
 
     Attributes
     ----------
+    budget : PrivacyBudget
+        The budget.
     scoring : dict
         The scorers to pass as ``GridSearchCV(scoring=...)``: ``"score"``,
         ``"epsilon"`` (each fold model's own ε) and ``"spent_after"`` (the
@@ -540,11 +551,22 @@ class BudgetRefit:
                 f"budget must be a PrivacyBudget, got {type(budget).__name__}."
             )
         self.budget = budget
+        self._ranking = scoring
         self.scoring = {
             SCORE: _Score(scoring),
             EPSILON: _own_epsilon,
             SPENT_AFTER: _SpentAfter(budget),
         }
+
+    # the key of the ranking scorer, for the search's scorer_[refit]
+    def __eq__(self, other):
+        return other == SCORE if isinstance(other, str) else NotImplemented
+
+    def __hash__(self):
+        return hash(SCORE)
+
+    def __repr__(self):
+        return f"within_budget({self.budget!r}, scoring={self._ranking!r})"
 
     def __call__(self, cv_results):
         """Index of the best candidate whose every fold model fits the budget.
@@ -611,7 +633,9 @@ def within_budget(budget, *, scoring=None):
     refit : BudgetRefit
         Pass it as ``refit=`` and its ``.scoring`` as ``scoring=``. It raises
         :class:`~sklearn_fil.exceptions.BudgetExceededError` when no candidate
-        fits, rather than refit one that does not.
+        fits, rather than refit one that does not. The search's ``predict``
+        and ``score`` then use the refitted model; ``score`` scores it with
+        the scorer that ranked the candidates (``scoring``).
 
     See Also
     --------
@@ -645,6 +669,8 @@ def within_budget(budget, *, scoring=None):
     array([69.46,  3.55,  0.28])
     >>> search.best_params_
     {'sigma': 1.0}
+    >>> round(search.score(X, y), 2)  # the refitted model's score()
+    0.79
     >>> round(budget.spend(search.best_estimator_), 2)
     0.22
     """

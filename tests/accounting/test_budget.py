@@ -5,6 +5,7 @@ against dp-accounting's privacy loss distributions and Renyi DP built by hand
 in the test, and a grid search on a real data set that stays within budget."""
 
 import math
+import pickle
 import warnings
 
 import dp_accounting
@@ -15,7 +16,9 @@ from dp_accounting.pld import privacy_loss_distribution as pld
 from dp_accounting.rdp.rdp_privacy_accountant import DEFAULT_RDP_ORDERS
 from scipy.special import gammaln, logsumexp
 from scipy.stats import norm
+from sklearn.base import clone
 from sklearn.datasets import load_breast_cancer, make_classification
+from sklearn.metrics import accuracy_score
 from sklearn.model_selection import GridSearchCV, KFold
 from sklearn.preprocessing import StandardScaler
 
@@ -341,3 +344,54 @@ def test_grid_search_with_no_candidate_within_budget_raises(data):
         refit({"mean_test_score": np.array([1.0])})
     with pytest.raises(TypeError, match="PrivacyBudget"):
         within_budget(1.0)
+
+
+@pytest.mark.parametrize("scoring", [None, "accuracy", "neg_log_loss"])
+def test_search_within_budget_scores_and_predicts_with_its_ranking_scorer(
+    data, scoring
+):
+    # scikit-learn's search looks its scorer up as scorer_[refit]: with a
+    # plain callable refit, search.score raised KeyError (issue 30, item 4)
+    X, y = data
+    X_train, y_train, X_test, y_test = X[:150], y[:150], X[150:], y[150:]
+    model = OutputPerturbedLogisticRegression(
+        lam=0.1, fit_intercept=False, data_norm=1.0, delta=DELTA, random_state=0
+    )
+    refit = within_budget(PrivacyBudget(epsilon=5.0, delta=DELTA), scoring=scoring)
+    search = GridSearchCV(
+        model, {"sigma": [0.01, 0.1, 1.0]}, scoring=refit.scoring, refit=refit, cv=3
+    ).fit(X_train, y_train)
+    best = search.best_estimator_
+    np.testing.assert_array_equal(search.predict(X_test), best.predict(X_test))
+    np.testing.assert_array_equal(
+        search.predict_proba(X_test), best.predict_proba(X_test)
+    )
+    expected = {
+        None: best.score(X_test, y_test),
+        "accuracy": accuracy_score(y_test, best.predict(X_test)),
+        "neg_log_loss": np.mean(
+            np.log(best.predict_proba(X_test)[np.arange(len(y_test)), y_test])
+        ),
+    }[scoring]
+    assert search.score(X_test, y_test) == pytest.approx(expected, rel=1e-12)
+
+
+def test_budget_refit_survives_pickle_clone_and_repr(data):
+    budget = PrivacyBudget(epsilon=5.0, delta=DELTA)
+    refit = within_budget(budget, scoring="accuracy")
+    # the key of its ranking scorer, under which the search looks it up
+    assert refit == "score" and {"score": 1}[refit] == 1
+    assert refit != "epsilon" and refit != within_budget(budget)
+    assert repr(refit) == f"within_budget({budget!r}, scoring='accuracy')"
+    model = OutputPerturbedLogisticRegression(
+        lam=0.1, fit_intercept=False, data_norm=1.0, delta=DELTA, random_state=0
+    )
+    search = GridSearchCV(
+        model, {"sigma": [0.1, 1.0]}, scoring=refit.scoring, refit=refit, cv=3
+    )
+    for copied in (pickle.loads(pickle.dumps(refit)), clone(search).refit):
+        assert type(copied) is type(refit) and copied is not refit
+        assert repr(copied) == repr(refit)
+    assert "refit=within_budget(" in repr(search)
+    search = clone(search).fit(*data)
+    assert search.score(*data) == accuracy_score(data[1], search.predict(data[0]))
