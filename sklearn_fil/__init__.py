@@ -21,6 +21,7 @@ from sklearn_fil.linear_model import (
     OutputPerturbedLogisticRegression,
 )
 from sklearn_fil.neural import DPSGDClassifier
+from sklearn_fil.utils._pipeline import release
 
 try:
     __version__ = version("sklearn-fil")
@@ -41,4 +42,5 @@ __all__ = [
     "exceptions",
     "fisher",
     "plotting",
+    "release",
 ]

@@ -6,7 +6,9 @@ encoders, imputers) was fitted on all the data and is treated as public
 knowledge of the adversary: the attacks transform the adversary's raw rows
 with it and attack the final model in the transformed space. A released
 pipeline is the same prefix followed by ``pipe[-1].release()`` in a new
-``Pipeline`` (see :func:`released_pipeline`).
+``Pipeline``: :func:`release` (public, as ``sklearn_fil.release``) makes it
+for users, with copies of the prefix and a warning unless the prefix is
+declared public; :func:`released_pipeline` for the attacks' tests.
 
 :func:`original_columns` maps each original (raw) column to its transformed
 columns when the prefix ends with a fitted
@@ -23,12 +25,16 @@ displays and :mod:`sklearn_fil.report_io` read it from here.
 # Authors: The sklearn-fil developers
 # SPDX-License-Identifier: BSD-3-Clause
 
+import copy
+import warnings
+
 import numpy as np
 import scipy.sparse as sp
 from sklearn.compose import ColumnTransformer
 from sklearn.pipeline import Pipeline
 from sklearn.preprocessing import OneHotEncoder
 
+from sklearn_fil.exceptions import PrivacyLeakWarning
 from sklearn_fil.utils._onehot import onehot_columns
 from sklearn_fil.utils._release import fitted_params
 
@@ -63,6 +69,116 @@ def released_pipeline(pipe):
     if prefix is None:
         return final.release()
     return Pipeline([*prefix.steps, (pipe.steps[-1][0], final.release())])
+
+
+def release(model, *, public_prefix=False):
+    """What may be published of a fitted private model or pipeline.
+
+    For one of sklearn-fil's estimators, ``model.release()``: the noised
+    weights and metadata, no privacy report, no training data. For a
+    :class:`~sklearn.pipeline.Pipeline` whose last step is one (or a
+    Pipeline that ends in one), a new Pipeline of copies of the fitted
+    prefix (the steps before the last) followed by the last step's release.
+
+    The final model's noise and its ``guarantee_`` cover that model alone.
+    The prefix is published as fitted: a scaler's means and scales, an
+    encoder's categories, an imputer's fill values. When the prefix was
+    fitted on the private data, those values leak it, unprotected; the
+    guarantee covers the released pipeline only when the prefix was fitted
+    on public data, e.g. a :class:`~sklearn.frozen.FrozenEstimator` of
+    transformers fitted on a public sample.
+
+    Parameters
+    ----------
+    model : estimator or Pipeline
+        A fitted estimator with a ``release()`` method, or a fitted Pipeline
+        whose last step has one.
+    public_prefix : bool, default=False
+        Whether the caller declares the pipeline's prefix public (fitted on
+        public data only). When False, releasing a Pipeline with a prefix
+        warns with a :class:`~sklearn_fil.exceptions.PrivacyLeakWarning`.
+
+    Returns
+    -------
+    released : estimator or Pipeline
+        ``model.release()``, or the Pipeline of the prefix's copies and the
+        last step's release (with the last step's name).
+
+    Warns
+    -----
+    PrivacyLeakWarning
+        When ``model`` is a Pipeline with a prefix and ``public_prefix`` is
+        False: the prefix is not protected by the noise.
+
+    Raises
+    ------
+    TypeError
+        When ``model`` (or a Pipeline's last step) has no ``release()``
+        method, or ``public_prefix`` is not a bool.
+    sklearn.exceptions.NotFittedError
+        When the model is not fitted.
+
+    Examples
+    --------
+    >>> from sklearn.datasets import load_breast_cancer
+    >>> from sklearn.frozen import FrozenEstimator
+    >>> from sklearn.pipeline import make_pipeline
+    >>> from sklearn.preprocessing import StandardScaler
+    >>> from sklearn_fil import OutputPerturbedLogisticRegression, release
+    >>> X, y = load_breast_cancer(return_X_y=True)
+    >>> X_public, X_private, y_private = X[:100], X[100:], y[100:]
+    >>> scaler = FrozenEstimator(StandardScaler().fit(X_public))
+    >>> model = OutputPerturbedLogisticRegression(sigma=0.1, lam=0.1)
+    >>> pipe = make_pipeline(scaler, model).fit(X_private, y_private)
+    >>> published = release(pipe, public_prefix=True)  # the scaler saw no private row
+    >>> hasattr(published[-1], "privacy_report_")
+    False
+    >>> bool((published.predict(X_private) == pipe.predict(X_private)).all())
+    True
+    """
+    if not isinstance(public_prefix, bool):
+        raise TypeError(f"public_prefix must be True or False, got {public_prefix!r}.")
+    released = _released(model, "model")
+    fitted = _prefix_steps(model)
+    if fitted and not public_prefix:
+        warnings.warn(
+            f"The pipeline's prefix {fitted} is released as fitted: its values "
+            "(e.g. a scaler's means, an encoder's categories) are not protected "
+            "by the final model's noise nor covered by its guarantee_, and leak "
+            "the data it was fitted on. If it was fitted on public data only, "
+            "say so with release(model, public_prefix=True); otherwise fit the "
+            "prefix on public data (e.g. sklearn.frozen.FrozenEstimator).",
+            PrivacyLeakWarning,
+            stacklevel=2,
+        )
+    return released
+
+
+def _released(model, what):
+    """:func:`release` without the warning; ``what`` names ``model`` in errors."""
+    if isinstance(model, Pipeline):
+        *steps, (name, final) = model.steps
+        prefix = [(n, copy.deepcopy(step)) for n, step in steps]
+        return Pipeline([*prefix, (name, _released(final, f"its last step {name!r}"))])
+    if not callable(getattr(model, "release", None)):
+        raise TypeError(
+            f"Cannot release {what}, a {type(model).__name__}: release() takes a "
+            "fitted sklearn-fil estimator (one with a release() method) or a "
+            "Pipeline whose last step is one. For a search, release its "
+            "best_estimator_."
+        )
+    return model.release()
+
+
+def _prefix_steps(model):
+    """Names of the fitted steps before the private model (nested too)."""
+    if not isinstance(model, Pipeline):
+        return []
+    *steps, (_, final) = model.steps
+    fitted = [
+        name for name, step in steps if step is not None and step != "passthrough"
+    ]
+    return fitted + _prefix_steps(final)
 
 
 def transform_dense(prefix, X):
