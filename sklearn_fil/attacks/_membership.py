@@ -24,6 +24,7 @@ from sklearn.model_selection import train_test_split
 from sklearn.utils.validation import check_consistent_length, check_is_fitted
 
 from sklearn_fil.utils._fitted import fit_or_clear
+from sklearn_fil.utils._membership import membership_array
 from sklearn_fil.utils._per_example_loss import loss_kind, per_example_loss
 from sklearn_fil.utils._sklearn_compat import Interval, StrOptions, _fit_context
 
@@ -110,23 +111,6 @@ def _best_threshold(loss, member):
     n_nonmembers = int(fp[-1])
     score = tp[last] * n_nonmembers - fp[last] * n_members
     return float(sorted_loss[last[np.argmax(score)]])
-
-
-def _membership_array(membership, n_samples=None):
-    """``membership`` as a boolean array, checked to hold only 0/1 values."""
-    membership = np.asarray(membership)
-    if membership.ndim != 1:
-        raise ValueError(
-            f"membership must be a 1d array, got an array of shape {membership.shape}."
-        )
-    if membership.dtype != np.bool_:
-        if membership.dtype.kind not in "iuf" or not np.isin(membership, [0, 1]).all():
-            raise ValueError(
-                "membership must hold only 0/1 (or False/True) values, 1 for rows "
-                "in the model's training set."
-            )
-        membership = membership == 1
-    return membership
 
 
 def _check_fpr_levels(fpr_levels):
@@ -499,7 +483,7 @@ class LossThresholdMembershipInference(BaseEstimator):
     def _fit(self, X, y, membership, groups):
         check_consistent_length(X, y, membership, groups)
         levels = _check_fpr_levels(self.fpr_levels)
-        member = _membership_array(membership)
+        member = membership_array(membership)
         groups = _check_groups(member, groups)
         kind = loss_kind(self.model)
         check_is_fitted(self.model)
@@ -617,7 +601,7 @@ class LossThresholdMembershipInference(BaseEstimator):
             values present.
         """
         check_consistent_length(X, y, membership)
-        member = _membership_array(membership)
+        member = membership_array(membership)
         if member.all() or not member.any():
             raise ValueError("membership must contain both members and non-members.")
         predicted = self.predict(X, y).astype(bool)

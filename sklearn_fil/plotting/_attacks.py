@@ -9,7 +9,6 @@ from sklearn.metrics import roc_auc_score, roc_curve
 from sklearn.utils.validation import check_is_fitted
 
 from sklearn_fil.attacks import attack_report
-from sklearn_fil.attacks._membership import _membership_array
 from sklearn_fil.plotting._base import (
     _axes,
     _check_frame,
@@ -17,6 +16,7 @@ from sklearn_fil.plotting._base import (
     _report_column,
     _shown,
 )
+from sklearn_fil.utils._membership import membership_array
 
 
 def _check_attack_report(report, x, caller):
@@ -724,7 +724,7 @@ class MembershipROCDisplay:
         display : MembershipROCDisplay
             The drawn display.
         """
-        member = _membership_array(membership)
+        member = membership_array(membership)
         scores = _check_values(scores, "scores")
         if scores.shape != member.shape:
             raise ValueError(
