@@ -54,6 +54,7 @@ _QUANTILES += (("95%", 0.95), ("max", 1.0))
 # reading raw tables
 _SNIFF_CHARS = 65536  # csv.Sniffer reads the first lines, up to this many characters
 _SEPARATORS = ",;\t|"
+_CHUNK_BYTES = 1 << 20  # read at a time when scanning a file for NUL bytes
 _UNNAMED = re.compile(r"Unnamed: \d+")  # pandas' name for an empty header cell
 _ID_WORDS = frozenset({"id", "ids", "idx", "index", "key", "uuid", "guid", "rowid"})
 _MIN_ROWS_PER_LEVEL = 5  # fewer rows per distinct string: free text, not categories
@@ -62,6 +63,7 @@ _DATE_SHARE = 0.95  # share that must parse (and show a year or a time)
 _DATE_HINT = r"\d{4}|\d:\d\d"
 _NUMERIC_TEXT_SHARE = 0.9  # share of numbers that makes a text column numeric
 _LEAK_SHARE = 0.9  # share of the gap to perfect accuracy one column must close
+_THRESHOLD_LEAK_SHARE = 0.95  # the same for a threshold (real features reach 0.9)
 
 _DESCRIPTION = """\
 Fit an output-perturbed model (Gaussian noise of scale sigma added to its fitted
@@ -297,9 +299,9 @@ def _add_model_arguments(parser):
         "--model",
         choices=("linear", "logistic"),
         help="linear: ridge regression (squared loss); logistic: binary logistic "
-        "regression (default: logistic for the bundled data; for a CSV, logistic "
-        "when the target has exactly 2 distinct values, else linear, and the "
-        "choice is printed)",
+        "regression (default: logistic for the bundled data; for a CSV, linear "
+        "when the target is numeric with more than 2 distinct values, else "
+        "logistic, and the choice is printed)",
     )
     parser.add_argument(
         "--sigma",
@@ -342,7 +344,8 @@ def _add_privacy_arguments(parser):
         type=_probability,
         metavar="D",
         help="delta of the reported (epsilon, delta) guarantee; needs --data-norm "
-        "(default: 1/n, n the number of examples)",
+        "(default: sklearn_fil.accounting.default_delta(n) = min(1e-5, 1/(10 n)), "
+        "n the number of examples)",
     )
     parser.add_argument(
         "--random-state",
@@ -377,6 +380,12 @@ def _add_output_arguments(parser):
         "example, and beside it (same name, .json) the settings, features, "
         "dropped columns and epsilon; both are sensitive, keep them private "
         "(default: %(default)s)",
+    )
+    parser.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="replace the report, its .json and the --plot image when they exist "
+        "(default: refuse, before any work)",
     )
 
 
@@ -487,12 +496,8 @@ _DATASETS = {
 }
 
 
-def _check_plot_target(path):
-    """Fail before the fit when the plot cannot be written."""
-    if not path.parent.is_dir():
-        raise _InputError(
-            f"cannot write {path}: the directory {path.parent} does not exist"
-        )
+def _check_plot_target():
+    """Fail before the fit when matplotlib, needed for ``--plot``, is missing."""
     try:
         import matplotlib  # noqa: F401
     except ImportError:
@@ -542,6 +547,7 @@ def _plot_histogram(estimator, y, model, class_names, path):
 def _read_csv(path, sep=None):
     """The table in ``path`` and its delimiter (``sep``, or sniffed)."""
     try:
+        _check_no_nul(path)
         sep = sep or _sniff_separator(path)
         engine = "c" if len(sep) == 1 else "python"
         return pd.read_csv(path, sep=sep, engine=engine, encoding="utf-8-sig"), sep
@@ -561,6 +567,22 @@ def _read_csv(path, sep=None):
         ) from None
     except (pd.errors.ParserError, ValueError) as exc:
         raise _InputError(f"{path} is not a valid CSV file: {exc}") from None
+
+
+def _check_no_nul(path):
+    """Fail on a NUL byte, which no text CSV holds (pandas keeps it in names)."""
+    line = 1
+    with open(path, "rb") as stream:
+        while chunk := stream.read(_CHUNK_BYTES):
+            at = chunk.find(b"\0")
+            if at >= 0:
+                line += chunk.count(b"\n", 0, at)
+                raise _InputError(
+                    f"{path} is not a CSV text file: it holds a NUL byte (line "
+                    f"{line}), as UTF-16 and binary files do; save it as UTF-8 "
+                    "text, or remove the NUL bytes"
+                )
+            line += chunk.count(b"\n")
 
 
 def _sniff_separator(path):
@@ -836,23 +858,52 @@ def _encode(features, numeric, categorical, max_levels):
 
 
 def _target_leaks(features, y, max_levels):
-    """``(column, share)`` of low-cardinality columns that alone predict ``y``.
+    """``(column, share)`` of the columns that alone (nearly) determine binary ``y``.
 
-    A column "predicts" the target for the rows whose value (missing counts as
-    a value) is mostly found with that row's class; it is reported when it
-    closes ``_LEAK_SHARE`` of the gap between the majority rate and 1.
+    A column with few values "predicts" the target for the rows whose value
+    (missing counts as a value) is mostly found with that row's class; a
+    numeric column with many values, for the rows on the right side of its
+    best threshold (``affairs > 0``). It is reported when it closes
+    ``_LEAK_SHARE`` of the gap between the majority rate and 1 (a threshold,
+    picked among n - 1 cuts, ``_THRESHOLD_LEAK_SHARE``).
     """
-    n = len(y)
-    baseline = y.value_counts().max() / n
+    n, counts = len(y), y.value_counts()
+    baseline = counts.max() / n
+    is_first = (y == counts.index[0]).to_numpy()
     leaks = []
     for name in features.columns:
-        codes, levels = pd.factorize(features[name], use_na_sentinel=False)
-        if len(levels) > min(max_levels, n / _MIN_ROWS_PER_LEVEL):
-            continue  # too many values to tell a leak from memorising rows
-        share = pd.crosstab(codes, y.to_numpy()).max(axis=1).sum() / n
-        if share - baseline >= _LEAK_SHARE * (1 - baseline) and share > baseline:
+        column = features[name]
+        codes, levels = pd.factorize(column, use_na_sentinel=False)
+        if len(levels) <= min(max_levels, n / _MIN_ROWS_PER_LEVEL):
+            share = pd.crosstab(codes, is_first).max(axis=1).sum() / n
+            bar = _LEAK_SHARE
+        elif is_numeric_dtype(column) and counts.min() >= _MIN_ROWS_PER_LEVEL:
+            share, bar = _threshold_share(column, is_first), _THRESHOLD_LEAK_SHARE
+        else:
+            continue  # too many values, or a class too rare, to tell a leak
+        if share - baseline >= bar * (1 - baseline) and share > baseline:
             leaks.append((name, float(share)))
     return leaks
+
+
+def _threshold_share(column, is_first):
+    """Share of rows that the best rule ``column > t`` (or ``<=``) classifies right.
+
+    Missing values are one more group, predicted by its majority. One sort:
+    O(n log n).
+    """
+    values = pd.to_numeric(column).to_numpy(dtype=float, na_value=np.nan)
+    missing = np.isnan(values)
+    right = max(is_first[missing].sum(), (~is_first[missing]).sum())
+    order = np.argsort(values[~missing], kind="stable")
+    values, labels = values[~missing][order], is_first[~missing][order]
+    cuts = np.r_[0, np.flatnonzero(values[1:] > values[:-1]) + 1, values.size]
+    first_below = np.r_[0, np.cumsum(labels)][cuts]
+    other_below = cuts - first_below
+    first_above = first_below[-1] - first_below
+    other_above = other_below[-1] - other_below
+    right += np.maximum(first_below + other_above, other_below + first_above).max()
+    return right / len(is_first)
 
 
 def _prepare_table(features, y, args, data):
@@ -883,24 +934,49 @@ def _prepare_table(features, y, args, data):
 
 def _choose_model(model, y, from_csv):
     """The model to fit and, when it was inferred, why."""
-    n_values = int(y.nunique())
+    n_values, numeric = int(y.nunique()), is_numeric_dtype(y)
     note = None
     if model is None:
         if from_csv:
-            model = "logistic" if n_values == 2 else "linear"
+            model = "logistic" if n_values == 2 or not numeric else "linear"
             note = f"inferred: the target has {n_values} distinct values"
         else:
             model = "logistic"
+    logistic = (
+        "--model logistic fits binary targets only (output perturbation of "
+        "multiclass models is planned)"
+    )
+    fix = (
+        "binarise the target (one class against the others) or keep the rows of "
+        "two classes"
+    )
     if model == "logistic" and n_values != 2:
+        if numeric:
+            fix += ", or fit it as a number with --model linear"
+        else:
+            logistic += " and --model linear numeric ones"
+        raise _InputError(f"{_target_text(y)}; {logistic}: {fix}")
+    if model == "linear" and not numeric:
+        fix = "use --model logistic" if n_values == 2 else f"{logistic}: {fix}"
         raise _InputError(
-            f"--model logistic needs a binary target, but {y.name!r} has "
-            f"{n_values} distinct values; use --model linear for a numeric target"
-        )
-    if model == "linear" and not is_numeric_dtype(y):
-        raise _InputError(
-            f"--model linear needs a numeric target, but {y.name!r} is not numeric"
+            f"--model linear needs a numeric target, but {_target_text(y)}; {fix}"
         )
     return model, note
+
+
+def _target_text(y, limit=8):
+    """``the target 'y' has 3 classes: 'u' (40 rows), 'v' (1 row), ...``."""
+    counts = y.value_counts()
+    kind = "distinct values" if is_numeric_dtype(y) else "classes"
+    shown = [
+        f"{_plain(value)!r} ({count} row{'s' * (count != 1)})"
+        for value, count in counts.items()
+    ]
+    more = f", ... ({len(shown) - limit} more)" if len(shown) > limit else ""
+    return (
+        f"the target {y.name!r} has {len(counts)} {kind}: "
+        f"{', '.join(shown[:limit])}{more}"
+    )
 
 
 # --------------------------------------------------------------------------------------
@@ -1318,32 +1394,51 @@ def _same_file(a, b):
 
 
 def _check_outputs(args):
-    """The report's path, after checking before any work that outputs can be written."""
+    """The report's path, after checking before any work that outputs can be written.
+
+    Each output (the report, its sidecar JSON, the plot) must be a regular
+    file in an existing directory, not the input, and new unless ``--overwrite``.
+    """
     out = Path(args.out)
     if out.suffix.lower() == ".json":
         raise _InputError(
             f"--out {out} ends in .json, the name of the report's sidecar JSON "
             "file; give the report a .csv name"
         )
-    if not out.parent.is_dir():
-        raise _InputError(
-            f"cannot write {out}: the directory {out.parent} does not exist"
-        )
-    if out.is_dir():
-        raise _InputError(f"cannot write {out}: it is a directory")
     written = {"--out": out, "its sidecar JSON": sidecar_path(out)}
     if args.plot is not None:
-        _check_plot_target(Path(args.plot))
+        _check_plot_target()
         if any(_same_file(args.plot, path) for path in written.values()):
             raise _InputError(f"--plot {args.plot} would overwrite the report")
         written["--plot"] = Path(args.plot)
     for what, path in written.items():
-        if args.csv is not None and _same_file(path, args.csv):
-            raise _InputError(
-                f"refusing to overwrite the input {args.csv} with {what} ({path}); "
-                "choose another --out"
-            )
+        _check_output_path(what, path, args)
     return out
+
+
+def _check_output_path(what, path, args):
+    """Fail unless ``what`` can be written to ``path`` by the rules above."""
+    option = "--plot" if what == "--plot" else "--out"
+    if args.csv is not None and _same_file(path, args.csv):
+        raise _InputError(
+            f"refusing to overwrite the input {args.csv} with {what} ({path}); "
+            f"choose another {option}"
+        )
+    if not path.parent.is_dir():
+        raise _InputError(
+            f"cannot write {path}: the directory {path.parent} does not exist"
+        )
+    if path.exists() and not path.is_file():
+        kind = "a directory" if path.is_dir() else "a device, pipe or socket"
+        raise _InputError(
+            f"cannot write {path} ({what}): it is {kind}, not a regular file; "
+            f"give {option} the path of a file"
+        )
+    if path.exists() and not args.overwrite:
+        raise _InputError(
+            f"refusing to overwrite the existing {path} ({what}); choose another "
+            f"{option}, or pass --overwrite to replace it"
+        )
 
 
 def _check_csv_options(args):

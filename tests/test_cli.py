@@ -24,7 +24,9 @@ from sklearn_fil import (
     OutputPerturbedLinearRegression,
     OutputPerturbedLogisticRegression,
 )
+from sklearn_fil.accounting import default_delta
 from sklearn_fil.cli import main
+from sklearn_fil.report_io import sidecar_path
 
 OPTIONS = [
     "--dataset",
@@ -45,6 +47,7 @@ OPTIONS = [
     "--categorical",
     "--max-levels",
     "--dropna-target",
+    "--overwrite",
 ]
 
 
@@ -448,9 +451,7 @@ def test_sep_overrides_sniffing(tmp_path, capsys):
     assert "delimiter '\\t'" in capsys.readouterr().out
     # a wrong --sep is used as given: the header is then one column
     with pytest.raises(SystemExit):
-        main(
-            ["report", str(csv), "--sep", ";", "--target", "y", "--out", str(out_path)]
-        )
+        main(["report", str(csv), "--sep", ";", "--target", "y", "--out", f"{csv}.csv"])
     err = capsys.readouterr().err
     assert "target column 'y' not found" in err and "'age\\tincome" in err
 
@@ -567,6 +568,58 @@ def test_sidecar_equal_to_input_is_refused(tmp_path, capsys):
     assert not (tmp_path / "table.csv").exists()
 
 
+@pytest.mark.parametrize("existing", ["r.csv", "r.json", "fil.png"])
+def test_existing_outputs_are_kept_unless_overwrite(tmp_path, capsys, existing):
+    csv = tmp_path / "data.csv"
+    _binary_csv(csv)
+    (tmp_path / existing).write_text("keep me")
+    argv = ["report", str(csv), "--target", "label", "--out", str(tmp_path / "r.csv")]
+    option = "--out"
+    if existing == "fil.png":
+        pytest.importorskip("matplotlib")
+        argv, option = [*argv, "--plot", str(tmp_path / existing)], "--plot"
+    with pytest.raises(SystemExit) as exc_info:
+        main(argv)
+    assert exc_info.value.code == 2
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert f"refusing to overwrite the existing {tmp_path / existing}" in err
+    assert f"choose another {option}, or pass --overwrite" in err
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(["data.csv", existing])
+    assert (tmp_path / existing).read_text() == "keep me"
+    if existing == "r.json":
+        assert main([*argv, "--overwrite"]) == 0
+        assert _sidecar(tmp_path / "r.csv")["target"] == "label"
+
+
+@pytest.mark.parametrize(
+    "out, kind",
+    [
+        ("/dev/null", "(--out): it is a device, pipe or socket"),
+        ("{tmp}", "(--out): it is a directory"),
+        ("{tmp}/r.csv", "(its sidecar JSON): it is a directory"),
+    ],
+    ids=["device", "directory", "sidecar directory"],
+)
+def test_out_that_is_not_a_regular_file_is_refused(tmp_path, capsys, out, kind):
+    if not Path(out).exists() and not out.startswith("{tmp}"):
+        pytest.skip(f"no {out} here")
+    out = out.format(tmp=tmp_path)
+    (tmp_path / "r.json").mkdir()
+    csv = tmp_path / "data.csv"
+    _binary_csv(csv)
+    argv = ["report", str(csv), "--target", "label", "--out", out]
+    for overwrite in ([], ["--overwrite"]):
+        with pytest.raises(SystemExit) as exc_info:
+            main([*argv, *overwrite])
+        assert exc_info.value.code == 2
+        stdout, err = capsys.readouterr()
+        assert stdout == "" and kind in err and "not a regular file" in err
+        assert "give --out the path of a file" in err
+        assert sorted(p.name for p in tmp_path.iterdir()) == ["data.csv", "r.json"]
+        assert not Path(sidecar_path(out)).is_file()
+
+
 def test_model_at_the_majority_baseline_gets_the_verdict(tmp_path, capsys):
     rng = np.random.default_rng(0)
     n = 300
@@ -627,6 +680,65 @@ def test_target_leak_is_flagged(tmp_path, capsys):
     )
 
 
+def _affairs_frame(affairs, n=300, seed=0):
+    """A marriage survey whose label ``had_affair`` is ``affairs > 0``.
+
+    ``affairs`` is mostly 0 with too many other values for the grouping check
+    (``hours`` spent, or a ``count`` with a few unanswered); ``rate_marriage``
+    and ``score`` predict the label without determining it.
+    """
+    rng = np.random.default_rng(seed)
+    rate = rng.integers(1, 6, n)
+    had = rng.random(n) < 1 / (1 + np.exp(rate - 2.5))
+    if affairs == "hours":
+        amount = np.where(had, rng.gamma(1.0, 2.0, n).round(3) + 0.001, 0.0)
+    else:
+        amount = np.where(had, 1 + rng.negative_binomial(2, 0.1, n), 0.0)
+        amount[[3, 50, 99]] = np.nan
+    return pd.DataFrame(
+        {
+            "rate_marriage": rate,
+            "affairs": amount,
+            "score": np.where(had, 1.5, -1.5) + rng.normal(size=n),
+            "had_affair": np.where(had, "yes", "no"),
+        }
+    )
+
+
+@pytest.mark.parametrize("affairs", ["hours", "count"])
+def test_numeric_column_that_determines_the_target_is_flagged(
+    tmp_path, capsys, affairs
+):
+    frame = _affairs_frame(affairs)
+    assert frame["affairs"].nunique() > 20
+    had = frame["had_affair"] == "yes"
+    assert ((frame["score"] > 0) == had).mean() > 0.9  # predictive, not a leak
+    csv, out_path = tmp_path / "fair.csv", tmp_path / "r.csv"
+    frame.to_csv(csv, index=False)
+    argv = ["report", str(csv), "--target", "had_affair", "--out", str(out_path)]
+    assert main(argv) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert re.search(r"Possible target leak: 'affairs' \(\d+\.\d% of rows\)", out)
+    leaks = _sidecar(out_path)["possible_target_leaks"]
+    assert [leak["column"] for leak in leaks] == ["affairs"]
+    assert leaks[0]["share"] > 0.99
+
+
+def test_threshold_share_is_the_best_one_cut_rule():
+    from sklearn_fil.cli import _threshold_share
+
+    rng = np.random.default_rng(0)
+    for n in rng.integers(2, 30, 100):
+        values = rng.integers(0, 5, n).astype(float)
+        values[rng.random(n) < 0.2] = np.nan
+        labels, missing = rng.random(n) < 0.5, np.isnan(values)
+        right = max(labels[missing].sum(), (~labels[missing]).sum())
+        above = values[~missing] > np.r_[-np.inf, values[~missing]][:, None]
+        hits = (above == labels[~missing]).sum(axis=1)
+        right += max(hits.max(), (~missing).sum() - hits.min())
+        assert _threshold_share(pd.Series(values), labels) == pytest.approx(right / n)
+
+
 # --------------------------------------------------------------------------------------
 # errors: one line on stderr, exit code 2, no traceback
 
@@ -648,6 +760,16 @@ ERROR_CASES = {
     "parser error": ("a,b\n1,2\n1,2,3,4\n", ["--target", "b"], ["not a valid CSV"]),
     "empty file": ("", ["--target", "y"], ["not a CSV file", "empty"]),
     "binary file": (b"\xff\xfe\x00\x81\x82garbage", ["--target", "y"], ["not a CSV"]),
+    "NUL in a header": (
+        "a\x00,b,y\n1,2,0\n2,3,1\n3,1,0\n",
+        ["--target", "y"],
+        ["not a CSV text file", "NUL byte (line 1)", "UTF-8"],
+    ),
+    "NUL in a field": (
+        "a,b,y\n1,2,0\n2,3\x00,1\n3,1,0\n",
+        ["--target", "y"],
+        ["not a CSV text file", "NUL byte (line 3)"],
+    ),
     "target omitted": ("a,y\n1,2\n3,4\n", [], ["--target is required", "'a', 'y'"]),
     "target missing": (
         WIDE_HEADER + WIDE_ROW * 3,
@@ -703,14 +825,38 @@ ERROR_CASES = {
     "header only": ("a,y\n", ["--target", "y"], ["0 data row", "at least 2"]),
     "no features": ("y\n1\n2\n", ["--target", "y"], ["no feature columns"]),
     "non-binary logistic": (
-        "a,y\n1,0\n2,1\n3,2\n",
+        "a,y\n1,0\n2,1\n3,2\n4,2\n",
         ["--target", "y", "--model", "logistic"],
-        ["binary", "3 distinct values"],
+        [
+            "'y' has 3 distinct values: 2 (2 rows), 0 (1 row), 1 (1 row)",
+            "--model logistic fits binary targets only",
+            "multiclass models is planned",
+            "binarise the target (one class against the others) or keep the rows",
+            "or fit it as a number with --model linear",
+        ],
     ),
-    "linear needs numeric target": (
-        "a,y\n1,u\n2,v\n3,w\n",
+    **{
+        f"3-class text target, {model}": (
+            "a,y\n1,u\n2,v\n3,w\n4,u\n",
+            ["--target", "y", *options],
+            [
+                "'y' has 3 classes: 'u' (2 rows), 'v' (1 row), 'w' (1 row)",
+                "--model logistic fits binary targets only",
+                "planned",
+                "binarise the target",
+                "--model linear needs a numeric target" if linear else "numeric ones",
+            ],
+        )
+        for model, options, linear in [
+            ("model inferred", [], False),
+            ("--model logistic", ["--model", "logistic"], False),
+            ("--model linear", ["--model", "linear"], True),
+        ]
+    },
+    "binary text target, --model linear": (
+        "a,y\n1,no\n2,yes\n3,no\n",
         ["--target", "y", "--model", "linear"],
-        ["numeric target"],
+        ["needs a numeric target", "2 classes: 'no' (2 rows)", "use --model logistic"],
     ),
     "estimator error": (
         "a,b,y\n1,2,3\n2,4,5\n3,6,1\n4,8,2\n",
@@ -802,6 +948,17 @@ def test_help_lists_every_option(capsys):
     assert "NOT private" in out
     assert "itself sensitive" in out
     assert out.count("sklearn-fil report") >= 3  # usage and two examples
+
+
+def test_help_states_the_default_delta(capsys):
+    with pytest.raises(SystemExit):
+        main(["report", "--help"])
+    out = " ".join(capsys.readouterr().out.split())
+    formula = "default_delta(n) = min(1e-5, 1/(10 n))"
+    assert f"(default: sklearn_fil.accounting.{formula}, n the number" in out
+    assert "1/n" not in out
+    for n in (4, 10**4, 10**6 + 1):
+        assert default_delta(n) == min(1e-5, 1 / (10 * n))
 
 
 def test_top_level_help_and_version(capsys):
