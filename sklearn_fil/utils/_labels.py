@@ -44,6 +44,8 @@ def check_target(y, estimator_name, rows=None):
         values = np.asarray(values)
     except (TypeError, ValueError):  # ragged: validate_data says what is wrong
         return
+    if values.ndim == 0:  # None or a scalar: so does validate_data
+        return
     numeric = values.dtype.kind in "fc"
     if numeric:
         bad = ~np.isfinite(values)
