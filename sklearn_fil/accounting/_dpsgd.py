@@ -748,7 +748,9 @@ def _refine(reported, target, noise):
     eps = reported(noise)
     above = None  # (noise, epsilon) with epsilon > target, once one is seen
     for _ in range(_REFINE_STEPS):
-        if target - eps <= _REFINE_RTOL * target:
+        # at epsilon 0 (a huge noise, where the accountant rounds to 0) no
+        # secant step is defined, and the noise is already within the target
+        if target - eps <= _REFINE_RTOL * target or eps <= 0.0:
             break
         if above is None:
             trial = noise * eps / target  # epsilon about proportional to 1 / noise

@@ -46,7 +46,12 @@ from sklearn_fil.neural._training import (
 )
 from sklearn_fil.utils._fitted import fit_or_clear
 from sklearn_fil.utils._guarantee import GuaranteeMixin
-from sklearn_fil.utils._onehot import check_onehot_groups, onehot_columns
+from sklearn_fil.utils._labels import LABEL_SET, check_target, label_set
+from sklearn_fil.utils._onehot import (
+    check_onehot_groups,
+    detect_onehot_groups,
+    onehot_columns,
+)
 from sklearn_fil.utils._random import noise_rng
 from sklearn_fil.utils._release import (
     FITTED_PARAMS,
@@ -54,6 +59,7 @@ from sklearn_fil.utils._release import (
     released_copy,
 )
 from sklearn_fil.utils._sklearn_compat import Interval, StrOptions, _fit_context
+from sklearn_fil.utils._sparse import as_csr, issparse
 
 _MECHANISM = "DP-SGD: clipped per-example gradients, Gaussian noise on their sum"
 
@@ -101,6 +107,21 @@ _NO_CLIP_MSG = (
     "is reported."
 )
 
+# The noise multipliers of a noisy run. Below 1e-3 epsilon exceeds 10^5 (a
+# bound on likelihood ratios of e^(10^5) certifies nothing) and
+# dp-accounting's PLD of Poisson sampling overflows (from about 1e-5); above
+# 1e6 each step is noise a million times the largest clipped gradient, and
+# the accountants' epsilon is 0 to float precision.
+_NOISE_RANGE = (1e-3, 1e6)
+# Steps of one run: 10^6 steps take minutes to hours, and a plan beyond them
+# is a mistake (a huge public_n_samples, a tiny batch_size).
+_MAX_STEPS = 10**6
+# Largest learning_rate * max_grad_norm: how far one example's clipped
+# gradient can move the weights in one step (times its share of the batch).
+_MAX_STEP_SIZE = 1e6
+# public_n_samples within this factor of the realised n (add/remove).
+_PUBLIC_N_FACTOR = 10
+
 
 @dataclass(frozen=True)
 class _Plan:
@@ -147,8 +168,14 @@ def _mechanisms(plan, max_iter):
     return 1.0, max_iter
 
 
-def _dp_guarantee(plan, accountant, neighboring_relation, max_iter, target=None):
-    """The :class:`Guarantee` of a private run, with its epsilon and event."""
+def _dp_guarantee(
+    plan, accountant, neighboring_relation, max_iter, target=None, assumed=()
+):
+    """The :class:`Guarantee` of a private run, with its epsilon and event.
+
+    ``assumed``: what else the release reads from the data, and the guarantee
+    therefore assumes public (the label set, a detected one-hot layout).
+    """
     poisson, q = plan.sampler.poisson, plan.sampler.q
     sample_rate, steps = _mechanisms(plan, max_iter)
     epsilon = dpsgd_epsilon(
@@ -183,7 +210,8 @@ def _dp_guarantee(plan, accountant, neighboring_relation, max_iter, target=None)
             ("n_samples",)
             if plan.replace_one
             else ("public_n_samples", "sample_rate", "steps")
-        ),
+        )
+        + tuple(assumed),
         mechanism=f"{_MECHANISM}, divided by batch_size; {how}",
         accountant=(
             f"{accountant.upper()} (dp-accounting, "
@@ -228,6 +256,9 @@ class DPSGDClassifier(GuaranteeMixin, ClassifierMixin, BaseEstimator):
 
     The privacy report is itself sensitive: it is computed from each
     example's data and must not be published; publish :meth:`release` only.
+    The release holds the noised weights, the fit's parameters and
+    ``classes_``, the label set: give it in advance (``classes``), or the
+    guarantee assumes the label set read from the training data public.
     A fixed ``random_state`` makes the noise reproducible and therefore not
     private.
 
@@ -240,13 +271,16 @@ class DPSGDClassifier(GuaranteeMixin, ClassifierMixin, BaseEstimator):
         Hidden activation. The FIL accounting needs a smooth network, so
         ``"relu"`` requires ``fil_accounting=False``.
     noise_multiplier : float, default=1.0
-        Noise standard deviation in units of ``max_grad_norm``. ``0`` trains
-        without privacy: infinite epsilon (with a
-        :class:`~sklearn_fil.exceptions.PrivacyLeakWarning`) and no FIL.
-        Ignored when ``target_epsilon`` is set (``noise_multiplier_`` is the
-        noise used).
+        Noise standard deviation in units of ``max_grad_norm``, ``0`` or in
+        ``[1e-3, 1e6]``. ``0`` trains without privacy: infinite epsilon (with
+        a :class:`~sklearn_fil.exceptions.PrivacyLeakWarning`) and no FIL.
+        Below ``1e-3`` epsilon would exceed ``10^5``, which certifies nothing
+        (and overflows dp-accounting's PLD accountant); above ``1e6`` the
+        steps are noise and epsilon is 0 to float precision. Ignored when
+        ``target_epsilon`` is set (``noise_multiplier_`` is the noise used).
     max_grad_norm : float, default=1.0
-        Clipping bound ``C``.
+        Clipping bound ``C``, in ``[1e-100, 1e100]``: the accounting squares
+        ``C`` and divides by it, which must neither overflow nor underflow.
     clipping : {"gelu", "hard"} or None, default="gelu"
         ``"hard"``: ``g min(1, C / ||g||)``. ``"gelu"``: ``g / (GELU(||g|| / C -
         1) + 1)``, smooth, with norms up to about ``1.1152 C`` (the exact
@@ -259,7 +293,9 @@ class DPSGDClassifier(GuaranteeMixin, ClassifierMixin, BaseEstimator):
         Expected batch size; the sampling rate is ``batch_size / n`` (``n =
         public_n_samples`` under add/remove). The noisy sum is divided by it.
     learning_rate : float, default=0.1
-        Step size.
+        Step size. ``learning_rate * max_grad_norm``, how far one example's
+        clipped gradient moves the weights in a step (times its share of the
+        batch), must be at most ``1e6``.
     momentum : float, default=0.0
         Heavy-ball momentum in ``[0, 1)``.
     alpha : float, default=0.0
@@ -267,7 +303,8 @@ class DPSGDClassifier(GuaranteeMixin, ClassifierMixin, BaseEstimator):
         it does not depend on the data, so it costs no privacy.
     max_iter : int, default=10
         Number of epochs; an epoch is ``round(n / batch_size)`` steps (``n =
-        public_n_samples`` under add/remove).
+        public_n_samples`` under add/remove). A run takes at most ``10^6``
+        steps (a ``ValueError`` before any work beyond them).
     sampling : {"poisson", "shuffle"}, default="poisson"
         ``"shuffle"`` visits every example once per epoch in batches of a
         random partition of ``0..n-1``; an example is then in exactly one
@@ -290,7 +327,11 @@ class DPSGDClassifier(GuaranteeMixin, ClassifierMixin, BaseEstimator):
         only allowed with) ``neighboring_relation="add_remove"``: the
         sampling rate is ``batch_size / public_n_samples`` and an epoch is
         ``round(public_n_samples / batch_size)`` steps, whatever the realised
-        number of training examples.
+        number of training examples. The realised number must be within a
+        factor of 10 of it (else a ``ValueError`` before any work): further
+        off, the batches average more than ten times ``batch_size`` (ten
+        times the step size) or less than a tenth of it (steps of noise, and
+        more of them than the data needs).
     accountant : {"pld", "rdp"}, default="pld"
         Accountant of ``epsilon_``. ``"pld"``, dp-accounting's privacy loss
         distributions, is the default because it is the one that supports
@@ -302,8 +343,10 @@ class DPSGDClassifier(GuaranteeMixin, ClassifierMixin, BaseEstimator):
         loose).
     delta : float, default=None
         Target delta; None means ``min(1e-5, 1 / (10 n))``
-        (:func:`~sklearn_fil.accounting.default_delta`). A delta of ``1 / n``
-        or more triggers a :class:`~sklearn_fil.exceptions.PrivacyLeakWarning`.
+        (:func:`~sklearn_fil.accounting.default_delta`), with ``n =
+        public_n_samples`` under add/remove (the realised ``n`` is private
+        there). A delta of ``1 / n`` or more triggers a
+        :class:`~sklearn_fil.exceptions.PrivacyLeakWarning`.
     target_epsilon : float, default=None
         Calibrate ``noise_multiplier_`` before training so that ``epsilon_``
         is at most ``target_epsilon`` (within ``1e-4`` relative below it):
@@ -313,7 +356,12 @@ class DPSGDClassifier(GuaranteeMixin, ClassifierMixin, BaseEstimator):
         (:func:`~sklearn_fil.accounting.dpsgd_noise_multiplier`).
         ``noise_multiplier`` is then ignored. Needs clipping; the first fit
         with given settings takes up to a few seconds (the PLD accountant
-        under Poisson sampling), later ones reuse it.
+        under Poisson sampling), later ones reuse it. In ``[1e-6, 1e5]``: a
+        smaller epsilon is 0 for every purpose (``e^epsilon - 1 < 1e-6``) and
+        beyond the calibration's float64 arithmetic; a larger one certifies
+        nothing, and would need noise below ``noise_multiplier``'s floor of
+        ``1e-3``. A target that even a noise multiplier of ``1e6`` misses
+        (at a tiny ``delta``) is a ``ValueError`` before any work.
     per_instance_accounting : bool, default=True
         Whether to account the per-instance epsilon of every example
         (Poisson sampling only; add/remove of the example, see
@@ -324,17 +372,39 @@ class DPSGDClassifier(GuaranteeMixin, ClassifierMixin, BaseEstimator):
         :class:`~sklearn_fil.accounting.PerInstanceAccountant`).
     fil_accounting : bool, default=True
         Whether to account the Fisher information loss of every example.
-    private_label : bool, default=False
+    private_label : bool, default=True
         Whether the label is a private coordinate of each example in the FIL
         accounting: a binary label as one coordinate, a one-hot label on the
         plane where its values sum to one; adds the column ``fil[<target>]``.
+        True by default, as in the GLMs: the label is usually the most
+        exposed attribute. ``epsilon_`` covers the label either way.
+    classes : array-like, default=None
+        Every label the task can have, fixed before seeing the data (as
+        scikit-learn's ``partial_fit`` takes them); a training label outside
+        them is an error, and a class without training examples still has
+        its output unit. ``classes_`` (and with it the shape of the last
+        layer) is published by :meth:`release`: None reads it from the
+        training labels, and the guarantee then assumes the label set
+        public (``"classes"`` in ``guarantee_.public``), since replacing the
+        only example of a class would change it. Give ``classes`` for a
+        guarantee that does not.
     fil_coordinates : int, default=None
         Input coordinates sampled per step for an unbiased estimate of the
         trace of each example's Fisher information; None uses all of them
         (exact, and adds the per-feature ``fil[<feature>]`` columns).
-    onehot_groups : dict, default=None
+    onehot_groups : dict or "auto", default=None
         Constrained one-hot groups, ``{name: [columns]}`` with each column a
-        feature name or index, as in the GLMs: each group's columns must hold
+        feature name or index, as in the GLMs, or ``"auto"`` to find the
+        blocks that :class:`~sklearn.preprocessing.OneHotEncoder` writes
+        (:func:`~sklearn_fil.utils._onehot.detect_onehot_groups`; the groups
+        found are the fit's ``onehot_groups`` in :meth:`release`'s
+        parameters). The groups change only the FIL accounting, not the
+        training, but a layout read from the data is published with the
+        parameters, so with ``"auto"`` the guarantee assumes it public
+        (``"onehot_groups"`` in ``guarantee_.public``): it covers neighbours
+        whose one-hot columns have the same layout, which holds when every
+        level of every encoded column is known in advance (give the
+        encoder its ``categories``). Each group's columns must hold
         0/1 values with exactly one 1 per row (checked before any work). A
         group ``G`` of ``k`` columns is one attribute measured on the tangent
         space ``{v : sum_{j in G} v_j = 0}`` of its constraint, of dimension
@@ -379,7 +449,8 @@ class DPSGDClassifier(GuaranteeMixin, ClassifierMixin, BaseEstimator):
     intercepts_ : list of ndarray
         Released biases.
     classes_ : ndarray
-        Class labels.
+        Class labels: the sorted ``classes``, or those of the training
+        labels (then assumed public by ``guarantee_``).
     n_iter_ : int
         Epochs run.
     t_ : int
@@ -397,7 +468,9 @@ class DPSGDClassifier(GuaranteeMixin, ClassifierMixin, BaseEstimator):
         The DP guarantee: ``epsilon``, ``delta``, the
         ``neighboring_relation``, what is ``public`` (``("n_samples",)``
         under replace-one; ``("public_n_samples", "sample_rate", "steps")``
-        under add/remove), the ``mechanism``, the ``accountant``, and the
+        under add/remove; then ``"classes"`` when ``classes`` is None and
+        ``"onehot_groups"`` with ``onehot_groups="auto"``), the
+        ``mechanism``, the ``accountant``, and the
         ``sensitivity`` of one step's sum (``2 s C`` or ``s C``) with the
         ``noise_std`` ``noise_multiplier * C`` in the same units.
     epsilon_ : float or None
@@ -492,21 +565,27 @@ class DPSGDClassifier(GuaranteeMixin, ClassifierMixin, BaseEstimator):
     >>> from sklearn_fil.neural import DPSGDClassifier
     >>> X, y = make_classification(n_samples=500, n_features=5, random_state=0)
     >>> clf = DPSGDClassifier(noise_multiplier=1.0, batch_size=50, max_iter=5,
-    ...                       learning_rate=0.5, random_state=0).fit(X, y)
+    ...                       learning_rate=0.5, classes=[0, 1],
+    ...                       random_state=0).fit(X, y)
     >>> round(clf.epsilon_, 2), clf.delta_
     (8.51, 1e-05)
+
+    The label set was given, so the guarantee assumes only ``n`` public
+    (without ``classes`` it would list ``"classes"`` too):
+
     >>> clf.guarantee_.neighboring_relation, clf.guarantee_.public
     ('replace_one', ('n_samples',))
     >>> list(clf.privacy_report_.columns)  # doctest: +NORMALIZE_WHITESPACE
     ['fil', 'dfil', 'mse_bound', 'fil[x0]', 'fil[x1]', 'fil[x2]', 'fil[x3]',
-     'fil[x4]', 'epsilon', 'grad_norm', 'loss']
+     'fil[x4]', 'fil[y]', 'epsilon', 'grad_norm', 'loss']
     """
 
     _parameter_constraints: ClassVar[dict] = {
         "hidden_layer_sizes": [tuple, list],
         "activation": [StrOptions({"tanh", "relu"})],
-        "noise_multiplier": [Interval(Real, 0, None, closed="left")],
-        "max_grad_norm": [Interval(Real, 0, None, closed="neither")],
+        # 0 or in _NOISE_RANGE (checked with its reason by _check_relation)
+        "noise_multiplier": [Interval(Real, 0, _NOISE_RANGE[1], closed="both")],
+        "max_grad_norm": [Interval(Real, 1e-100, 1e100, closed="both")],
         "clipping": [StrOptions({"gelu", "hard"}), None],
         "batch_size": [Interval(Integral, 1, None, closed="left")],
         "learning_rate": [Interval(Real, 0, None, closed="neither")],
@@ -518,12 +597,13 @@ class DPSGDClassifier(GuaranteeMixin, ClassifierMixin, BaseEstimator):
         "public_n_samples": [None, Interval(Integral, 1, None, closed="left")],
         "accountant": [StrOptions({"rdp", "pld"})],
         "delta": [None, Interval(Real, 0, 1, closed="neither")],
-        "target_epsilon": [None, Interval(Real, 0, None, closed="neither")],
+        "target_epsilon": [None, Interval(Real, 1e-6, 1e5, closed="both")],
         "per_instance_accounting": ["boolean"],
         "fil_accounting": ["boolean"],
         "private_label": ["boolean"],
+        "classes": [None, "array-like"],
         "fil_coordinates": [None, Interval(Integral, 1, None, closed="left")],
-        "onehot_groups": [None, dict],
+        "onehot_groups": [None, dict, StrOptions({"auto"})],
         "norm_precision": [Interval(Real, 0, None, closed="neither")],
         "norm_refresh": [None, Interval(Integral, 1, None, closed="left")],
         "record_steps": [
@@ -562,7 +642,8 @@ class DPSGDClassifier(GuaranteeMixin, ClassifierMixin, BaseEstimator):
         target_epsilon=None,
         per_instance_accounting=True,
         fil_accounting=True,
-        private_label=False,
+        private_label=True,
+        classes=None,
         fil_coordinates=None,
         onehot_groups=None,
         norm_precision=0.01,
@@ -591,6 +672,7 @@ class DPSGDClassifier(GuaranteeMixin, ClassifierMixin, BaseEstimator):
         self.per_instance_accounting = per_instance_accounting
         self.fil_accounting = fil_accounting
         self.private_label = private_label
+        self.classes = classes
         self.fil_coordinates = fil_coordinates
         self.onehot_groups = onehot_groups
         self.norm_precision = norm_precision
@@ -601,7 +683,25 @@ class DPSGDClassifier(GuaranteeMixin, ClassifierMixin, BaseEstimator):
         self.verbose = verbose
 
     def _check_relation(self):
-        """Checks of the neighbouring relation, before any work."""
+        """Checks of the parameters together, before any work."""
+        low = _NOISE_RANGE[0]
+        if 0 < self.noise_multiplier < low and self.target_epsilon is None:
+            raise ValueError(
+                f"noise_multiplier={self.noise_multiplier!r} is below {low:g}: "
+                "epsilon would exceed 10^5, which certifies nothing (and "
+                "overflows dp-accounting's PLD accountant). Use "
+                f"noise_multiplier >= {low:g}, or noise_multiplier=0 for a run "
+                "without privacy."
+            )
+        step = self.learning_rate * self.max_grad_norm
+        if step > _MAX_STEP_SIZE:
+            raise ValueError(
+                f"learning_rate={self.learning_rate!r} with max_grad_norm="
+                f"{self.max_grad_norm!r} lets one example's clipped gradient "
+                f"move the weights by up to {step:.3g} per step (more with the "
+                f"noise); at most {_MAX_STEP_SIZE:g} is allowed. Use "
+                f"learning_rate <= {_MAX_STEP_SIZE / self.max_grad_norm:.3g}."
+            )
         if self.neighboring_relation == "add_remove":
             if self.public_n_samples is None:
                 raise ValueError(
@@ -666,6 +766,22 @@ class DPSGDClassifier(GuaranteeMixin, ClassifierMixin, BaseEstimator):
             raise ValueError(
                 f"batch_size={self.batch_size} exceeds the number of examples ({n})."
             )
+        public_n = self.public_n_samples
+        # The realised n is private under add/remove, but an error is not
+        # released: it tells only whoever holds the data, never the model's
+        # audience (the release's fields never depend on n).
+        if public_n is not None and not (
+            public_n <= _PUBLIC_N_FACTOR * n and n <= _PUBLIC_N_FACTOR * public_n
+        ):
+            raise ValueError(
+                f"public_n_samples={public_n} is more than {_PUBLIC_N_FACTOR} "
+                f"times {'above' if public_n > n else 'below'} the number of "
+                f"training examples ({n}): sampled at the rate batch_size / "
+                f"public_n_samples, the batches would average "
+                f"{self.batch_size * n / public_n:.3g} examples for "
+                f"batch_size={self.batch_size}. Give a public estimate of the "
+                f"number of examples, within a factor of {_PUBLIC_N_FACTOR}."
+            )
         if self.fil_accounting and sizes and self.activation != "tanh":
             raise ValueError(
                 "The Fisher information loss needs a smooth network: "
@@ -679,8 +795,12 @@ class DPSGDClassifier(GuaranteeMixin, ClassifierMixin, BaseEstimator):
 
         Parameters
         ----------
-        X : {array-like, DataFrame} of shape (n_samples, n_features)
-            Training data, the private features.
+        X : {array-like, sparse matrix, DataFrame} of shape (n_samples, n_features)
+            Training data, the private features. A scipy sparse matrix (the
+            output of :class:`~sklearn.preprocessing.OneHotEncoder`) is
+            trained on NumPy without a dense copy: each batch's rows are
+            densified for its step, at ``O(batch_size * n_features)`` a step,
+            less than the step's own products.
         y : array-like of shape (n_samples,)
             Class labels.
         coefs_init : list of array-like, default=None
@@ -720,19 +840,29 @@ class DPSGDClassifier(GuaranteeMixin, ClassifierMixin, BaseEstimator):
 
         Input already in ``xp`` (under ``array_api_dispatch``) is validated
         where it lives; anything else is validated on the host, as NumPy, and
-        then moved to ``xp``.
+        then moved to ``xp``. A scipy sparse X stays a canonical CSR matrix
+        on the host, densified a batch (or a block of rows) at a time.
         """
         X_xp = _backend.get_namespace(X)
         if X_xp is not np and X_xp is xp:
             return validate_data(self, X, dtype=xp.float64, **kwargs)
+        if issparse(X) and xp is not np:
+            raise ValueError(
+                f"A scipy sparse X is trained on NumPy only, not with "
+                f"backend={self.backend!r} on {xp.__name__}: pass X.toarray() "
+                "(dense rows on the device), or backend='numpy'."
+            )
         if X_xp is not np:
             X = _backend.to_numpy(X)
         with sklearn.config_context(array_api_dispatch=False):
-            out = validate_data(self, X, dtype=np.float64, **kwargs)
-        if xp is np:
-            return out
+            out = validate_data(
+                self, X, dtype=np.float64, accept_sparse="csr", **kwargs
+            )
         X, *rest = out if isinstance(out, tuple) else (out,)
-        X = _backend.asarray(X, xp)
+        if issparse(X):
+            X = as_csr(X)  # canonical: one stored value per entry
+        elif xp is not np:
+            X = _backend.asarray(X, xp)
         return (X, *rest) if rest else X
 
     @_fit_context(prefer_skip_nested_validation=True)
@@ -742,6 +872,7 @@ class DPSGDClassifier(GuaranteeMixin, ClassifierMixin, BaseEstimator):
         xp = self._compute_namespace(X)
         if _backend.namespace_of(y) is not np:
             y = _backend.to_numpy(y)  # the labels are encoded on the host
+        check_target(y, "DPSGDClassifier")
         index = X.index.copy() if isinstance(X, pd.DataFrame) else None
         target_name = y.name if isinstance(y, pd.Series) and y.name is not None else "y"
         # C order: the kernels read examples as rows, and a column-major X
@@ -751,20 +882,32 @@ class DPSGDClassifier(GuaranteeMixin, ClassifierMixin, BaseEstimator):
         check_classification_targets(y)
         n, d = X.shape
         sizes = self._check_settings(n)
+        if self.fil_accounting:
+            _check_squares_finite(X)
+        # what the release reads from the data, and the guarantee assumes public
+        assumed = []
+        onehot_groups = self.onehot_groups
+        # the groups are found and checked on the host, before any work
+        host = X if issparse(X) or not onehot_groups else _backend.to_numpy(X)
+        if isinstance(onehot_groups, str):  # "auto"
+            onehot_groups = detect_onehot_groups(
+                host, getattr(self, "feature_names_in_", None)
+            )
+            # the fit's groups, as release() publishes them (and attacks read)
+            getattr(self, FITTED_PARAMS)["onehot_groups"] = onehot_groups
+            assumed.append("onehot_groups")
         groups = onehot_columns(
-            self.onehot_groups, getattr(self, "feature_names_in_", None), d
+            onehot_groups, getattr(self, "feature_names_in_", None), d
         )
-        if groups:  # checked on the host, before any work
-            check_onehot_groups(
-                list(groups.values()), _backend.to_numpy(X), names=list(groups)
-            )
-        binarizer = LabelBinarizer().fit(y)
-        if binarizer.classes_.size < 2:
-            raise ValueError(
-                "DPSGDClassifier needs at least 2 classes; got "
-                f"{binarizer.classes_.size}."
-            )
-        device = _backend.device(X)
+        if groups:
+            check_onehot_groups(list(groups.values()), host, names=list(groups))
+        classes = label_set(y, self.classes, "DPSGDClassifier")
+        if self.classes is None:
+            assumed.append(LABEL_SET)
+        # on the label set, not on y: a class without examples keeps its unit
+        # (two classes still give one output)
+        binarizer = LabelBinarizer().fit(classes)
+        device = _device(X)
         if self.clipping == "gelu" and xp is not np:
             # Phi has no array API route in every namespace: fail before work.
             _backend.ndtr(_backend.zeros(1, xp, device), xp)
@@ -773,12 +916,12 @@ class DPSGDClassifier(GuaranteeMixin, ClassifierMixin, BaseEstimator):
         init = _check_init(coefs_init, intercepts_init, widths)
         rng = noise_rng(self.random_state)
         net = self._init_network(widths, rng, xp, device, init)
-        privacy = self._train(net, X, Y, rng, list(groups.values()))
+        privacy = self._train(net, X, Y, rng, list(groups.values()), assumed)
 
         # The one copy of the weights back to the host (a no-op for NumPy).
         self.coefs_ = [_backend.to_numpy(W) for W in net.coefs]
         self.intercepts_ = [_backend.to_numpy(b) for b in net.intercepts]
-        self.classes_ = binarizer.classes_
+        self.classes_ = classes
         names = list(getattr(self, "feature_names_in_", [f"x{j}" for j in range(d)]))
         attribute_fil = self._attribute_columns(privacy, names, groups, target_name)
         self.privacy_report_ = privacy_report_frame(
@@ -856,16 +999,26 @@ class DPSGDClassifier(GuaranteeMixin, ClassifierMixin, BaseEstimator):
         # add/remove, never from the realised n there.
         n_public = n if replace_one else int(self.public_n_samples)
         sampler = BatchSampler(n, n_public, self.batch_size, self.sampling == "poisson")
+        total_steps = sampler.steps_per_epoch * self.max_iter
+        if total_steps > _MAX_STEPS:
+            raise ValueError(
+                f"The run would take {total_steps} steps ({self.max_iter} "
+                f"epochs of round({n_public} / batch_size={self.batch_size})); "
+                f"at most {_MAX_STEPS} are allowed. Raise batch_size (DP-SGD "
+                "also trades privacy for accuracy better with large batches) "
+                "or lower max_iter."
+            )
         plan = _Plan(
             sampler=sampler,
-            total_steps=sampler.steps_per_epoch * self.max_iter,
+            total_steps=total_steps,
             sigma=sigma,
             C=float(self.max_grad_norm),
             # s: the largest clipped norm in units of C (the per-example bound)
             sensitivity=float(
                 gelu_clip_max_norm(1.0) if self.clipping == "gelu" else 1.0
             ),
-            delta=check_delta(self.delta, n),
+            # from public values only: n is private under add/remove
+            delta=check_delta(self.delta, n_public),
             private=sigma > 0 and self.clipping is not None,
             replace_one=replace_one,
         )
@@ -874,15 +1027,27 @@ class DPSGDClassifier(GuaranteeMixin, ClassifierMixin, BaseEstimator):
         # the noise whose reported epsilon is the target: the same sampling,
         # steps, sensitivity, relation, accountant and delta as epsilon_
         sample_rate, steps = _mechanisms(plan, self.max_iter)
-        sigma = dpsgd_noise_multiplier(
-            target_epsilon=float(self.target_epsilon),
-            sample_rate=sample_rate,
-            steps=steps,
-            delta=plan.delta,
-            sensitivity=plan.sensitivity,
-            accountant=self.accountant,
-            neighboring_relation=self.neighboring_relation,
-        )
+        run = {
+            "sample_rate": sample_rate,
+            "steps": steps,
+            "delta": plan.delta,
+            "sensitivity": plan.sensitivity,
+            "accountant": self.accountant,
+            "neighboring_relation": self.neighboring_relation,
+        }
+        # the largest noise allowed must reach the target (a cheap check: the
+        # accountants are fast at large noise), else no calibration can
+        largest = _NOISE_RANGE[1]
+        floor = dpsgd_epsilon(noise_multiplier=largest, **run)
+        if floor > self.target_epsilon:
+            raise ValueError(
+                f"target_epsilon={self.target_epsilon!r} is below epsilon="
+                f"{floor:.3g}, what noise_multiplier={largest:g} (the largest "
+                f"allowed) gives at delta={plan.delta:g} over {steps} "
+                "mechanisms. Raise target_epsilon or delta, or take fewer steps "
+                "(max_iter)."
+            )
+        sigma = dpsgd_noise_multiplier(target_epsilon=float(self.target_epsilon), **run)
         return dataclasses.replace(plan, sigma=sigma, private=True)
 
     def _fil_accumulator(self, plan, n, d, xp, device, groups=()):
@@ -926,8 +1091,11 @@ class DPSGDClassifier(GuaranteeMixin, ClassifierMixin, BaseEstimator):
             orders=_per_instance_orders(),
         )
 
-    def _train(self, net, X, Y, rng, groups=()):
+    def _train(self, net, X, Y, rng, groups=(), assumed=()):
         """Run DP-SGD on ``net`` in place; returns the privacy accounting.
+
+        ``assumed``: what else the guarantee assumes public (see
+        :func:`_dp_guarantee`).
 
         The random numbers are drawn in the order described in
         :mod:`sklearn_fil.neural._training`. On NumPy the loop and the full
@@ -935,7 +1103,7 @@ class DPSGDClassifier(GuaranteeMixin, ClassifierMixin, BaseEstimator):
         (BLAS on one thread, the GEMMs and the noise split over the run's
         own threads). The result has the final ``"loss"`` of every example.
         """
-        xp, device = net.xp, _backend.device(X)
+        xp, device = net.xp, _device(X)
         n, d = X.shape
         plan = self._plan(n)
         fil = self._fil_accumulator(plan, n, d, xp, device, groups)
@@ -960,6 +1128,7 @@ class DPSGDClassifier(GuaranteeMixin, ClassifierMixin, BaseEstimator):
             )
             try:
                 recorder = self._epochs(net, X, Y, rng, plan, optimiser, fil, norms)
+                _check_finite_weights(net)
                 norms.finish(
                     lambda net0, rows: self._full_pass_norms(net0, X, Y, rows), device
                 )
@@ -971,11 +1140,12 @@ class DPSGDClassifier(GuaranteeMixin, ClassifierMixin, BaseEstimator):
         self.t_ = plan.total_steps
         self.noise_multiplier_ = plan.sigma
         self.recorded_steps_ = recorder.records
-        return {**self._privacy(plan, fil, norms, Y.shape[1]), "loss": loss}
+        privacy = self._privacy(plan, fil, norms, Y.shape[1], assumed)
+        return {**privacy, "loss": loss}
 
     def _epochs(self, net, X, Y, rng, plan, optimiser, fil, norms):
         """The steps of every epoch; returns the :class:`StepRecorder`."""
-        xp, device = net.xp, _backend.device(X)
+        xp, device = net.xp, _device(X)
         n = X.shape[0]
         sampler, C = plan.sampler, plan.C
         recorder = StepRecorder(self.record_steps)
@@ -998,8 +1168,9 @@ class DPSGDClassifier(GuaranteeMixin, ClassifierMixin, BaseEstimator):
                     if fast is not None:
                         batch = fast(idx, fil is not None, bool(fil and fil.groups))
                     if batch is None:
+                        data, at = _gather(X, idx)
                         batch = clipped_batch(
-                            net, X, rows.take(Y), C, self.clipping, finite, rows=idx
+                            net, data, rows.take(Y), C, self.clipping, finite, rows=at
                         )
                         grads = net.weighted_sum(
                             batch.acts, batch.deltas, batch.c, out=optimiser.grads
@@ -1022,7 +1193,7 @@ class DPSGDClassifier(GuaranteeMixin, ClassifierMixin, BaseEstimator):
                 )
         return recorder
 
-    def _privacy(self, plan, fil, norms, n_outputs):
+    def _privacy(self, plan, fil, norms, n_outputs, assumed=()):
         """The guarantee and the per-example columns of the privacy report."""
         grad_norm = _backend.to_numpy(norms.norms)
         n = grad_norm.shape[0]
@@ -1046,6 +1217,7 @@ class DPSGDClassifier(GuaranteeMixin, ClassifierMixin, BaseEstimator):
             self.neighboring_relation,
             self.max_iter,
             target=self.target_epsilon,
+            assumed=assumed,
         )
         if fil is None:
             nan = np.full(n, np.nan)
@@ -1059,6 +1231,7 @@ class DPSGDClassifier(GuaranteeMixin, ClassifierMixin, BaseEstimator):
             }
         else:
             out = fil.result(n_outputs)
+            _check_finite_fil(out)
         if norms.accountant is None:
             epsilon = np.full(n, guarantee.epsilon)
         else:
@@ -1100,11 +1273,9 @@ class DPSGDClassifier(GuaranteeMixin, ClassifierMixin, BaseEstimator):
     @staticmethod
     def _full_pass_losses(net, X, Y):
         """Every example's loss, on blocks of :data:`_FULL_PASS_ROWS` rows."""
-        n = X.shape[0]
         parts = []
-        for start in range(0, n, _FULL_PASS_ROWS):
-            block = slice(start, min(start + _FULL_PASS_ROWS, n))
-            parts.append(net.loss(net.forward(X[block, ...])[1], Y[block, ...]))
+        for block in _blocks(X.shape[0]):
+            parts.append(net.loss(net.forward(_dense(X, block))[1], Y[block, ...]))
         return parts[0] if len(parts) == 1 else _backend.concat(parts, net.xp)
 
     def _full_pass_norms(self, net, X, Y, rows=None):
@@ -1115,18 +1286,14 @@ class DPSGDClassifier(GuaranteeMixin, ClassifierMixin, BaseEstimator):
         ``rows``: host indices of the examples (None: all, in order).
         """
         C = float(self.max_grad_norm)
-        n = X.shape[0] if rows is None else rows.size
         parts = []
-        for start in range(0, n, _FULL_PASS_ROWS):
-            block = slice(start, min(start + _FULL_PASS_ROWS, n))
+        for block in _blocks(X.shape[0] if rows is None else rows.size):
             if rows is None:
-                acts, logits = net.forward(X[block, ...])
+                acts, logits = net.forward(_dense(X, block))
                 Yb = Y[block, ...]
             else:
-                part = _backend.Rows(
-                    rows[block], X.shape[0], net.xp, _backend.device(X)
-                )
-                acts, logits = net.forward(X, rows=rows[block])
+                part = _backend.Rows(rows[block], X.shape[0], net.xp, _device(X))
+                acts, logits = net.forward(*_gather(X, rows[block]))
                 Yb = part.take(Y)
             g_norm = net.grad_norms(acts, net.backward(acts, logits, Yb))
             check_finite_norms(g_norm, net.xp)
@@ -1150,7 +1317,7 @@ class DPSGDClassifier(GuaranteeMixin, ClassifierMixin, BaseEstimator):
 
         Parameters
         ----------
-        X : {array-like, DataFrame} of shape (n_samples, n_features)
+        X : {array-like, sparse matrix, DataFrame} of shape (n_samples, n_features)
             Samples: host data, or arrays of another namespace under
             ``sklearn.config_context(array_api_dispatch=True)``, which are
             computed on where they live (the weights are sent there).
@@ -1164,8 +1331,10 @@ class DPSGDClassifier(GuaranteeMixin, ClassifierMixin, BaseEstimator):
         check_is_fitted(self)
         xp = _backend.get_namespace(X)
         X = self._validate_X(X, xp, reset=False)
-        net = self._network(xp, _backend.device(X))
-        p = net.proba(net.forward(X)[1])
+        net = self._network(xp, _device(X))
+        # by blocks of rows: a sparse X is densified one block at a time
+        logits = [net.forward(_dense(X, block))[1] for block in _blocks(X.shape[0])]
+        p = net.proba(logits[0] if len(logits) == 1 else _backend.concat(logits, xp))
         if not net.binary:
             return p
         if xp is np:
@@ -1177,7 +1346,7 @@ class DPSGDClassifier(GuaranteeMixin, ClassifierMixin, BaseEstimator):
 
         Parameters
         ----------
-        X : {array-like, DataFrame} of shape (n_samples, n_features)
+        X : {array-like, sparse matrix, DataFrame} of shape (n_samples, n_features)
             Samples.
 
         Returns
@@ -1196,6 +1365,12 @@ class DPSGDClassifier(GuaranteeMixin, ClassifierMixin, BaseEstimator):
         classes = _backend.asarray(self.classes_, xp, _backend.device(proba))
         return xp.take(classes, best, axis=0)
 
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        # scipy sparse X is trained a densified batch at a time (see fit)
+        tags.input_tags.sparse = True
+        return tags
+
     def release(self):
         """A copy holding only what may be published.
 
@@ -1204,8 +1379,13 @@ class DPSGDClassifier(GuaranteeMixin, ClassifierMixin, BaseEstimator):
         released : DPSGDClassifier
             The released weights, ``classes_``, the feature metadata, the
             constructor parameters of the fit (not any set later with
-            ``set_params``) except ``random_state``, and ``guarantee_``; no
-            privacy report.
+            ``set_params``; with ``onehot_groups="auto"``, the groups found)
+            except ``random_state``, the step counts ``n_iter_`` and ``t_``,
+            ``noise_multiplier_`` and ``guarantee_``; no privacy report. Each
+            field but the weights is a public value or declared public in
+            ``guarantee_.public`` (the label set without ``classes``, the
+            one-hot layout found by ``"auto"``): neighbouring data sets give
+            the same fields.
         """
         return released_copy(self, _PUBLIC)
 
@@ -1239,3 +1419,84 @@ def _check_init(coefs_init, intercepts_init, widths):
         coefs.append(W)
         intercepts.append(b)
     return coefs, intercepts
+
+
+def _device(X):
+    """Device of the training data; a scipy sparse matrix lives on the host."""
+    return "cpu" if issparse(X) else _backend.device(X)
+
+
+def _blocks(n):
+    """Slices of :data:`_FULL_PASS_ROWS` rows that cover ``0..n-1``."""
+    return [
+        slice(start, min(start + _FULL_PASS_ROWS, n))
+        for start in range(0, n, _FULL_PASS_ROWS)
+    ]
+
+
+def _dense(X, rows):
+    """``X[rows]`` (a slice or host indices) as dense rows."""
+    return X[rows].toarray() if issparse(X) else X[rows, ...]
+
+
+def _gather(X, rows):
+    """``(data, rows)`` of a forward pass over ``X[rows]``.
+
+    The pass gathers the rows of a dense X itself; those of a sparse X are
+    densified here.
+    """
+    return (X[rows].toarray(), None) if issparse(X) else (X, rows)
+
+
+def _check_squares_finite(X):
+    """Refuse entries whose squares overflow the Fisher information's sums.
+
+    As the GLMs' check of their Gram: the FIL of an example sums products of
+    its entries (a row of 1e200 gave NaN columns). Training alone clips such
+    rows correctly, so ``fil_accounting=False`` takes them.
+    """
+    if issparse(X):
+        high, low = X.max(), X.min()
+    else:
+        xp = _backend.namespace_of(X)
+        high, low = xp.max(X), xp.min(X)
+    largest = max(abs(float(high)), abs(float(low)))
+    if not np.isfinite(largest * largest * X.shape[0] * X.shape[1]):
+        raise ValueError(
+            f"X has entries up to {largest:.3g} in magnitude: the sums of their "
+            "squares in the Fisher information loss overflow float64. Rescale "
+            "the features (e.g. with StandardScaler), or set fil_accounting=False."
+        )
+
+
+def _check_finite_fil(result):
+    """Raise unless every FIL column of ``result`` is a number.
+
+    ``mse_bound`` is ``1 / dfil^2``, infinite for an example never sampled;
+    the others must be finite. A report of NaN beside an epsilon would look
+    like an accounting it is not.
+    """
+    columns = {key: result[key] for key in ("fil", "dfil", "mse_bound")}
+    for key in ("attribute_fil", "group_fil", "label_fil"):
+        if result[key] is not None:
+            columns[key] = result[key]
+    for key, values in columns.items():
+        bad = np.isnan(values) if key == "mse_bound" else ~np.isfinite(values)
+        if bad.any():
+            rows = np.flatnonzero(bad.reshape(bad.shape[0], -1).any(axis=1))
+            raise ValueError(
+                f"The Fisher information loss ({key}) of {rows.size} examples "
+                f"is not finite (rows {rows[:5].tolist()}): their features or "
+                "gradients are too large for its sums in float64. Rescale the "
+                "features (e.g. with StandardScaler), or set fil_accounting=False."
+            )
+
+
+def _check_finite_weights(net):
+    """Raise unless every trained weight of ``net`` is finite."""
+    xp = net.xp
+    if not all(bool(xp.all(xp.isfinite(a))) for a in (*net.coefs, *net.intercepts)):
+        raise ValueError(
+            "The trained weights are not finite: the steps diverged. Lower "
+            "learning_rate, or rescale the features (e.g. with StandardScaler)."
+        )

@@ -203,10 +203,11 @@ def check_release_same_on_neighbours(estimator):
     assert vars(a).keys() == vars(b).keys(), (vars(a).keys(), vars(b).keys())
     for name in vars(a):
         first, second = getattr(a, name), getattr(b, name)
-        if name in weights:
-            shapes = [np.shape(w) for w in (first, second)]
-            if isinstance(first, list):
-                shapes = [[np.shape(w) for w in ws] for ws in (first, second)]
+        if name in weights:  # a network's are lists of layers
+            shapes = [
+                [np.shape(w) for w in ws] if isinstance(ws, list) else np.shape(ws)
+                for ws in (first, second)
+            ]
             assert shapes[0] == shapes[1], f"{name}: {shapes}"
         else:
             assert joblib.hash(first) == joblib.hash(second), (
