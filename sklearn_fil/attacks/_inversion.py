@@ -123,6 +123,18 @@ def _label_names(y, model):
     return [label] + (["y"] if label != "y" and "y" not in features else [])
 
 
+def _check_known_labels(y, classes):
+    """``classes`` as an array, checked to hold every label of ``y``."""
+    classes = np.asarray(classes)
+    unknown = ~np.isin(y, classes)
+    if unknown.any():
+        raise ValueError(
+            f"y has labels {np.unique(y[unknown])[:5].tolist()} that are not "
+            f"classes of the model {classes.tolist()}."
+        )
+    return classes
+
+
 def _check_raw_frame(X):
     """Raise unless ``X`` is a DataFrame, as a Pipeline is fitted on raw rows."""
     if not isinstance(X, pd.DataFrame):
@@ -262,13 +274,7 @@ class _AttributeInversion(TransformerMixin, BaseEstimator):
                     f"The candidates of the label {name!r} of a classifier are its "
                     "classes_; pass candidates=None."
                 )
-            values = np.asarray(final.classes_)
-            unknown = ~np.isin(y, values)
-            if unknown.any():
-                raise ValueError(
-                    f"y has labels {np.unique(y[unknown])[:5].tolist()} that are "
-                    f"not classes of the model {values.tolist()}."
-                )
+            values = _check_known_labels(y, final.classes_)
         else:
             y = y.astype(np.float64)
             column = np.zeros(1, dtype=np.int64)
@@ -988,12 +994,7 @@ class BlackBoxAttributeInversion(_AttributeInversion):
         counts = np.bincount(nearest, minlength=len(candidates)) + 1.0
         mse = None
         if classifier:
-            unknown = ~np.isin(y, model.classes_)
-            if unknown.any():
-                raise ValueError(
-                    f"y has labels {np.unique(y[unknown])[:5].tolist()} that are "
-                    f"not classes of the model {list(model.classes_)}."
-                )
+            _check_known_labels(y, model.classes_)
         else:
             y = y.astype(np.float64)
             residual = y - np.asarray(_query(model, X, columns, "predict"), float)
