@@ -18,9 +18,9 @@ from sklearn.exceptions import NotFittedError
 from sklearn.pipeline import Pipeline, make_pipeline
 from sklearn.preprocessing import OneHotEncoder, PolynomialFeatures, StandardScaler
 
-from sklearn_fil import OutputPerturbedLogisticRegression
+from sklearn_fil import OutputPerturbedLogisticRegression, release
 from sklearn_fil.report_io import attribute_fil, privacy_report
-from sklearn_fil.utils._pipeline import released_pipeline, transform_dense
+from sklearn_fil.utils._pipeline import transform_dense
 from tests._compas import CATEGORICAL, NUMERIC, compas, compas_columns
 
 LABEL = "two_year_recid"
@@ -200,7 +200,7 @@ def test_an_estimator_is_read_as_it_is(dense):
 def test_clear_errors(dense):
     X, y = _data()
     with pytest.raises(ValueError, match="released copy"):
-        attribute_fil(released_pipeline(dense))
+        attribute_fil(release(dense, public_prefix=True))
     with pytest.raises(ValueError, match="released copy"):
         privacy_report(dense[-1].release())
     with pytest.raises(NotFittedError):

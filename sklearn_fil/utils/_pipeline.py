@@ -6,9 +6,8 @@ encoders, imputers) was fitted on all the data and is treated as public
 knowledge of the adversary: the attacks transform the adversary's raw rows
 with it and attack the final model in the transformed space. A released
 pipeline is the same prefix followed by ``pipe[-1].release()`` in a new
-``Pipeline``: :func:`release` (public, as ``sklearn_fil.release``) makes it
-for users, with copies of the prefix and a warning unless the prefix is
-declared public; :func:`released_pipeline` for the attacks' tests.
+``Pipeline``: :func:`release` (public, as ``sklearn_fil.release``) makes it,
+with copies of the prefix and a warning unless the prefix is declared public.
 
 :func:`original_columns` maps each original (raw) column to its transformed
 columns when the prefix ends with a fitted
@@ -58,17 +57,6 @@ def split_pipeline(model):
     if isinstance(model, Pipeline):
         return Pipeline(model.steps[:-1]), model[-1]
     return None, model
-
-
-def released_pipeline(pipe):
-    """The prefix of ``pipe`` followed by ``pipe[-1].release()`` (not cloned).
-
-    The prefix's fitted transformers are shared with ``pipe``: they are public.
-    """
-    prefix, final = split_pipeline(pipe)
-    if prefix is None:
-        return final.release()
-    return Pipeline([*prefix.steps, (pipe.steps[-1][0], final.release())])
 
 
 def release(model, *, public_prefix=False):

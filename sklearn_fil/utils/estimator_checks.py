@@ -27,7 +27,7 @@ from sklearn.base import clone
 from sklearn.datasets import make_classification
 from sklearn.exceptions import NotFittedError
 
-from sklearn_fil.utils._pipeline import released_pipeline
+from sklearn_fil.utils._pipeline import release
 from sklearn_fil.utils._weights import WEIGHT_ATTRIBUTES, flatten_weights
 
 __all__ = [
@@ -388,7 +388,9 @@ def check_attack_on_released_model(attack, *fit_args):
     """
     on_model = _with_model(attack, attack.model).fit(*fit_args)
     # a Pipeline publishes its (public) prefix and its final step's release
-    on_release = _with_model(attack, released_pipeline(attack.model)).fit(*fit_args)
+    on_release = _with_model(attack, release(attack.model, public_prefix=True)).fit(
+        *fit_args
+    )
     _assert_same_fit(on_model, on_release, "the fitted and the released model")
 
 

@@ -15,9 +15,10 @@ from sklearn.preprocessing import OneHotEncoder, StandardScaler
 from sklearn_fil import (
     OutputPerturbedLinearRegression,
     OutputPerturbedLogisticRegression,
+    release,
 )
 from sklearn_fil.attacks import BlackBoxAttributeInversion, WhiteBoxAttributeInversion
-from sklearn_fil.utils._pipeline import released_pipeline, transform_dense
+from sklearn_fil.utils._pipeline import transform_dense
 from sklearn_fil.utils.estimator_checks import attack_checks
 from tests._reference import fit_minimiser
 
@@ -190,7 +191,7 @@ def test_white_box_recovers_the_label_through_a_pipeline(released):
     X, y = _affairs()
     pipe = _affairs_pipeline(X, y, sigma=1e-6)  # an informed adversary, tiny noise
     assert "fil[had_affair]" in pipe[-1].privacy_report_.columns
-    target = released_pipeline(pipe) if released else pipe
+    target = release(pipe, public_prefix=True) if released else pipe
     attack = WhiteBoxAttributeInversion(target, attribute="had_affair").fit(X, y)
     guess = attack.transform(X)[:, 0]
     assert set(guess) <= set(pipe.classes_)

@@ -10,7 +10,7 @@ from numpy.testing import assert_array_equal
 from sklearn.pipeline import Pipeline, make_pipeline
 from sklearn.preprocessing import StandardScaler
 
-from sklearn_fil import OutputPerturbedLogisticRegression
+from sklearn_fil import OutputPerturbedLogisticRegression, release
 from sklearn_fil.attacks import (
     BlackBoxAttributeInversion,
     GLMReconstructionAttack,
@@ -22,7 +22,6 @@ from sklearn_fil.attacks import (
 from sklearn_fil.utils._clipping import clip_rows
 from sklearn_fil.utils._pipeline import (
     original_columns,
-    released_pipeline,
     transform_dense,
 )
 from tests._compas import CATEGORICAL, NUMERIC, compas, compas_columns
@@ -56,7 +55,7 @@ def test_attacks_name_the_columns_of_a_prefix_that_keeps_them(released):
     X = X[NUMERIC]
     clf = OutputPerturbedLogisticRegression(sigma=0.01, data_norm=5.0, random_state=0)
     pipe = make_pipeline(StandardScaler(), clf).fit(X, y)
-    target = released_pipeline(pipe) if released else pipe
+    target = release(pipe, public_prefix=True) if released else pipe
     Xt = transform_dense(pipe[:-1], X)
     for j, name in enumerate(NUMERIC):
         assert pipe[:-1].get_feature_names_out()[j] == name
@@ -78,7 +77,7 @@ def test_white_box_on_a_pipeline_equals_the_attack_by_hand(
     compas_pipeline, attribute, released
 ):
     pipe, X, y = compas_pipeline
-    target = released_pipeline(pipe) if released else pipe
+    target = release(pipe, public_prefix=True) if released else pipe
     attack = WhiteBoxAttributeInversion(target, attribute=attribute).fit(X, y)
     Xt = transform_dense(pipe[:-1], X)
     cols, levels = original_columns(pipe[:-1])[attribute]
@@ -161,7 +160,7 @@ def test_reconstruction_on_a_pipeline_equals_the_attack_by_hand(compas_pipeline)
     assert result.report["prior_mse"].iloc[0] == pytest.approx(
         np.mean(np.var(clipped, axis=0))
     )
-    released = GLMReconstructionAttack(released_pipeline(pipe)).fit(X, y)
+    released = GLMReconstructionAttack(release(pipe, public_prefix=True)).fit(X, y)
     assert released.transform(X).shape == Xt.shape
 
 
@@ -173,9 +172,9 @@ def test_likelihood_ratio_on_a_pipeline_equals_the_attack_by_hand(compas_pipelin
     pd.testing.assert_frame_equal(
         attack.report_.reset_index(drop=True), by_hand.report_.reset_index(drop=True)
     )
-    release = released_pipeline(pipe)
+    published = release(pipe, public_prefix=True)
     assert_array_equal(
-        attack.decision_function(release), by_hand.decision_function(release[-1])
+        attack.decision_function(published), by_hand.decision_function(published[-1])
     )
     assert attack.baseline_ == attack.fpr
 
