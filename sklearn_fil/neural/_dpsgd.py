@@ -7,6 +7,7 @@ import contextlib
 import dataclasses
 import itertools
 import sys
+import warnings
 from dataclasses import dataclass
 from numbers import Integral, Real
 from typing import ClassVar
@@ -767,20 +768,22 @@ class DPSGDClassifier(GuaranteeMixin, ClassifierMixin, BaseEstimator):
                 f"batch_size={self.batch_size} exceeds the number of examples ({n})."
             )
         public_n = self.public_n_samples
-        # The realised n is private under add/remove, but an error is not
-        # released: it tells only whoever holds the data, never the model's
-        # audience (the release's fields never depend on n).
+        # A warning, not an error: whether a model is released must not
+        # depend on the private n under add/remove. (A huge public_n_samples
+        # is refused from public values alone: its plan's step count.)
         if public_n is not None and not (
             public_n <= _PUBLIC_N_FACTOR * n and n <= _PUBLIC_N_FACTOR * public_n
         ):
-            raise ValueError(
+            warnings.warn(
                 f"public_n_samples={public_n} is more than {_PUBLIC_N_FACTOR} "
                 f"times {'above' if public_n > n else 'below'} the number of "
-                f"training examples ({n}): sampled at the rate batch_size / "
-                f"public_n_samples, the batches would average "
+                f"training examples: sampled at the rate batch_size / "
+                f"public_n_samples, the batches average "
                 f"{self.batch_size * n / public_n:.3g} examples for "
-                f"batch_size={self.batch_size}. Give a public estimate of the "
-                f"number of examples, within a factor of {_PUBLIC_N_FACTOR}."
+                f"batch_size={self.batch_size}, and the model may learn little. "
+                "Give a closer public estimate of the number of examples.",
+                UserWarning,
+                stacklevel=6,
             )
         if self.fil_accounting and sizes and self.activation != "tanh":
             raise ValueError(
