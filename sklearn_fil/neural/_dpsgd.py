@@ -328,11 +328,10 @@ class DPSGDClassifier(GuaranteeMixin, ClassifierMixin, BaseEstimator):
         only allowed with) ``neighboring_relation="add_remove"``: the
         sampling rate is ``batch_size / public_n_samples`` and an epoch is
         ``round(public_n_samples / batch_size)`` steps, whatever the realised
-        number of training examples. The realised number must be within a
-        factor of 10 of it (else a ``ValueError`` before any work): further
-        off, the batches average more than ten times ``batch_size`` (ten
-        times the step size) or less than a tenth of it (steps of noise, and
-        more of them than the data needs).
+        number of training examples. A realised number more than 10 times
+        off warns (never refuses, which would make the release depend on the
+        private number): the batches then average more than ten times
+        ``batch_size`` or less than a tenth of it.
     accountant : {"pld", "rdp"}, default="pld"
         Accountant of ``epsilon_``. ``"pld"``, dp-accounting's privacy loss
         distributions, is the default because it is the one that supports
