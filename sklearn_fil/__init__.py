@@ -13,6 +13,7 @@ from sklearn_fil import (
     exceptions,
     fisher,
     plotting,
+    tabular,
 )
 from sklearn_fil.linear_model import (
     IRFILClassifier,
@@ -43,4 +44,5 @@ __all__ = [
     "fisher",
     "plotting",
     "release",
+    "tabular",
 ]

@@ -724,21 +724,6 @@ def test_numeric_column_that_determines_the_target_is_flagged(
     assert leaks[0]["share"] > 0.99
 
 
-def test_threshold_share_is_the_best_one_cut_rule():
-    from sklearn_fil.cli import _threshold_share
-
-    rng = np.random.default_rng(0)
-    for n in rng.integers(2, 30, 100):
-        values = rng.integers(0, 5, n).astype(float)
-        values[rng.random(n) < 0.2] = np.nan
-        labels, missing = rng.random(n) < 0.5, np.isnan(values)
-        right = max(labels[missing].sum(), (~labels[missing]).sum())
-        above = values[~missing] > np.r_[-np.inf, values[~missing]][:, None]
-        hits = (above == labels[~missing]).sum(axis=1)
-        right += max(hits.max(), (~missing).sum() - hits.min())
-        assert _threshold_share(pd.Series(values), labels) == pytest.approx(right / n)
-
-
 # --------------------------------------------------------------------------------------
 # errors: one line on stderr, exit code 2, no traceback
 
@@ -1146,3 +1131,18 @@ def test_plot_of_a_regression_has_one_labelled_histogram(tmp_path, capsys, monke
         "Per-example FIL of the released linear model (40 examples)"
     )
     assert _legend(ax) == ("price", ["all examples (n = 40)"])
+
+
+def test_no_guarantee_reason_is_the_estimators(tmp_path, capsys):
+    # the summary prints the typed guarantee_.reason, not a rewording of it
+    csv = tmp_path / "data.csv"
+    frame = _regression_csv(csv)
+    argv = ["report", str(csv), "--target", "y", "--out", str(tmp_path / "r.csv")]
+    assert main(argv) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    est = OutputPerturbedLinearRegression().fit(frame.drop(columns="y"), frame["y"])
+    assert not est.guarantee_.holds
+    assert (
+        "ε: not defined (no DP guarantee) " + " ".join(est.guarantee_.reason.split())
+        in out
+    )
