@@ -9,7 +9,8 @@ inverts the Gaussian mechanism's curve once per example. For a few inputs this
 script times, in one process, on the same array:
 
 * *NumPy*: ``_epsilon_numpy``, the vectorised reference (SciPy's ``ndtr``),
-  the implementation before the numba kernel;
+  the implementation before the numba kernel, now test support code
+  (``tests/accounting/_epsilon_reference.py``);
 * *numba 1 / 2 threads*: ``per_instance_gaussian_epsilon``, with
   ``numba.set_num_threads`` at 1 and at 2;
 
@@ -30,6 +31,7 @@ Usage::
 
 import argparse
 import datetime
+import importlib.util
 import os
 import platform
 import subprocess
@@ -42,10 +44,21 @@ import numpy as np
 from _machine import cpu_name
 
 from sklearn_fil.accounting import default_delta, per_instance_gaussian_epsilon
-from sklearn_fil.accounting._per_instance_gaussian import _epsilon_numpy
 
 HERE = Path(__file__).resolve().parent
 LAM = 1e-3
+
+
+def _reference_epsilon():
+    """The NumPy reference of the kernel (test support code)."""
+    path = HERE.parent / "tests" / "accounting" / "_epsilon_reference.py"
+    spec = importlib.util.spec_from_file_location("_epsilon_reference", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module._epsilon_numpy
+
+
+_epsilon_numpy = _reference_epsilon()
 
 
 def loo_distances(n, d=20, seed=0):

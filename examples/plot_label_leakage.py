@@ -191,6 +191,7 @@ def upper_bound(noise_multiplier):
         steps=1,
         delta=delta,
         sensitivity=2.0,
+        accountant="rdp",
     )
 
 

@@ -9,13 +9,12 @@ Both bounds here are the forms for *unbiased* attacks only.
 # Authors: The sklearn-fil developers
 # SPDX-License-Identifier: BSD-3-Clause
 
-from numbers import Integral
-
 import numpy as np
 
-from sklearn_fil.accounting._gaussian import _check_nonnegative_array
+from sklearn_fil.accounting._validation import count, nonnegative_array, validate_params
 
 
+@validate_params({"n_features": [None, count(1)]}, prefer_skip_nested_validation=True)
 def mse_bound_rdp(epsilon, diameter, n_features=None):
     """Lower bound on the MSE of unbiased reconstruction under (2, ε)-RDP.
 
@@ -68,7 +67,7 @@ def mse_bound_rdp(epsilon, diameter, n_features=None):
     >>> mse_bound_rdp([0.0, 1.0, 2.0], [1.0, 3.0]).round(3)
     array([  inf, 0.727, 0.196])
     """
-    eps = _check_nonnegative_array(epsilon, "epsilon")
+    eps = nonnegative_array(epsilon, "epsilon")
     try:
         diam = np.asarray(diameter, dtype=np.float64)
     except (TypeError, ValueError) as exc:
@@ -88,15 +87,6 @@ def mse_bound_rdp(epsilon, diameter, n_features=None):
         first = float(diam[bad].flat[0])
         raise ValueError(f"diameter must be finite and >= 0, got diameter={first!r}.")
     if n_features is not None:
-        if (
-            isinstance(n_features, (bool, np.bool_))
-            or not isinstance(n_features, Integral)
-            or n_features < 1
-        ):
-            raise ValueError(
-                f"n_features must be an integer >= 1 or None, got "
-                f"n_features={n_features!r}."
-            )
         if diam.ndim == 1 and diam.size != n_features:
             raise ValueError(
                 f"n_features={n_features!r} does not match len(diameter)={diam.size}."
@@ -162,7 +152,7 @@ def mse_bound_fil(dfil):
     >>> mse_bound_fil([0.0, 1.0, 10.0])
     array([ inf, 1.  , 0.01])
     """
-    eta = _check_nonnegative_array(dfil, "dfil")
+    eta = nonnegative_array(dfil, "dfil")
     if np.any(np.isinf(eta)):
         raise ValueError(
             f"dfil must be finite, got dfil={float(eta[np.isinf(eta)].flat[0])!r}."

@@ -11,17 +11,25 @@ import numpy as np
 import pandas as pd
 
 from sklearn_fil.accounting._events import (
+    ACCOUNTANTS,
     ACCOUNTING_RELATIONS,
+    DEFAULT_ACCOUNTANT,
     as_replace_one,
     gaussian_noise_multiplier,
     make_accountant,
+    quiet_absl,
     smallest_noise,
 )
-from sklearn_fil.accounting._gaussian import _check_scalar, gaussian_epsilon
+from sklearn_fil.accounting._gaussian import gaussian_epsilon
 from sklearn_fil.accounting._guarantee import _RELATIONS, Guarantee
+from sklearn_fil.accounting._validation import (
+    OPEN_UNIT,
+    POSITIVE,
+    StrOptions,
+    validate_params,
+)
 from sklearn_fil.exceptions import BudgetExceededError
 
-_ACCOUNTANTS = ("pld", "rdp")
 # cv_results_ metric names of within_budget's scorers.
 SCORE, EPSILON, SPENT_AFTER = "score", "epsilon", "spent_after"
 
@@ -129,21 +137,24 @@ class PrivacyBudget:
     ['first', 'second']
     """
 
+    @validate_params(
+        {
+            "epsilon": [POSITIVE],
+            "delta": [OPEN_UNIT],
+            "accountant": [StrOptions(set(ACCOUNTANTS))],
+            "neighboring_relation": [StrOptions(set(_RELATIONS))],
+        },
+        prefer_skip_nested_validation=True,
+    )
     def __init__(
-        self, epsilon, delta, *, accountant="pld", neighboring_relation="replace_one"
+        self,
+        epsilon,
+        delta,
+        *,
+        accountant=DEFAULT_ACCOUNTANT,
+        neighboring_relation="replace_one",
     ):
-        self._epsilon = _check_scalar(epsilon, "epsilon", low=0.0)
-        self._delta = _check_scalar(delta, "delta", low=0.0, high=1.0)
-        if accountant not in _ACCOUNTANTS:
-            raise ValueError(
-                f"accountant must be one of {_ACCOUNTANTS}, got "
-                f"accountant={accountant!r}."
-            )
-        if neighboring_relation not in _RELATIONS:
-            raise ValueError(
-                f"neighboring_relation must be one of {_RELATIONS}, got "
-                f"neighboring_relation={neighboring_relation!r}."
-            )
+        self._epsilon, self._delta = float(epsilon), float(delta)
         self._accountant = accountant
         self._relation = neighboring_relation
         self._entries = []
@@ -394,7 +405,7 @@ class PrivacyBudget:
                 )
         acc = self._ledger_accountant(entries)
         acc = copy.deepcopy(acc)
-        with _quiet():
+        with quiet_absl():
             acc.compose(self._converted(extra, entries))
             return float(acc.get_epsilon(self._delta))
 
@@ -423,7 +434,7 @@ class PrivacyBudget:
         if key not in self._cache:
             self._cache.clear()
             acc = make_accountant(self._accountant, relation, grid)
-            with _quiet():
+            with quiet_absl():
                 for entry in self._entries:
                     acc.compose(self._converted(entry, entries))
             self._cache[key] = acc
@@ -435,12 +446,6 @@ class PrivacyBudget:
         state = self.__dict__.copy()
         state["_cache"] = {}
         return state
-
-
-def _quiet():
-    from sklearn_fil.accounting._dpsgd import _quiet_absl
-
-    return _quiet_absl()
 
 
 def _final_estimator(estimator):

@@ -27,9 +27,18 @@ An event is composed under an *accounting relation*, the dp-accounting
 # Authors: The sklearn-fil developers
 # SPDX-License-Identifier: BSD-3-Clause
 
+import logging
 import math
+from contextlib import contextmanager
 
 ACCOUNTING_RELATIONS = ("add_remove", "replace_one")
+# The accountants, by name: dp-accounting's privacy loss distributions
+# (``PLDAccountant``, tight) and Renyi DP (``RdpAccountant``, looser, with no
+# replace-one analysis of Poisson sampling), built by make_accountant. The
+# default is every estimator's and PrivacyBudget's, and the DP-SGD
+# functions' from 0.2 (until then "rdp", with a FutureWarning).
+ACCOUNTANTS = ("pld", "rdp")
+DEFAULT_ACCOUNTANT = "pld"
 # dp-accounting's default PLD grid.
 _PLD_GRID = 1e-4
 # Largest number of grid points over the span of one privacy loss.
@@ -67,7 +76,7 @@ def make_accountant(accountant, relation, noise_multiplier=None, coarsen=1.0):
     Parameters
     ----------
     accountant : {"pld", "rdp"}
-        Privacy loss distributions or Renyi DP.
+        One of :data:`ACCOUNTANTS`: privacy loss distributions or Renyi DP.
     relation : {"add_remove", "replace_one"}
         The accounting relation.
     noise_multiplier : float, default=None
@@ -83,13 +92,30 @@ def make_accountant(accountant, relation, noise_multiplier=None, coarsen=1.0):
         return dp_accounting.rdp.RdpAccountant(neighboring_relation=rel)
     if accountant != "pld":
         raise ValueError(
-            f"accountant must be 'pld' or 'rdp', got accountant={accountant!r}."
+            f"accountant must be one of {ACCOUNTANTS}, got accountant={accountant!r}."
         )
     grid = _PLD_GRID if noise_multiplier is None else pld_grid(noise_multiplier)
     grid *= coarsen
     return dp_accounting.pld.PLDAccountant(
         neighboring_relation=rel, value_discretization_interval=grid
     )
+
+
+@contextmanager
+def quiet_absl():
+    """Hide dp-accounting's per-order convergence notes (absl WARNINGs).
+
+    At small noise the RDP of low fractional orders does not converge; the
+    accountant then leaves those orders out of the minimum, which only costs
+    tightness, and logs one line per order and call. Errors still show.
+    """
+    logger = logging.getLogger("absl")
+    level = logger.level
+    logger.setLevel(max(level, logging.ERROR))
+    try:
+        yield
+    finally:
+        logger.setLevel(level)
 
 
 def gaussian_event(sigma, sensitivity):

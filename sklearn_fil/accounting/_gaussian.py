@@ -10,13 +10,21 @@ depend on the ratio ``sensitivity / sigma``.
 
 import math
 from functools import lru_cache
-from numbers import Integral, Real
 
 import numpy as np
 from scipy.optimize import brentq
 from scipy.stats import norm
 
-# Tolerances of the root finder in ``gaussian_epsilon``: the bracket is shrunk to a
+from sklearn_fil.accounting._per_instance_gaussian import per_instance_gaussian_epsilon
+from sklearn_fil.accounting._validation import (
+    OPEN_UNIT,
+    POSITIVE,
+    count,
+    nonnegative_array,
+    validate_params,
+)
+
+# Tolerances of the root finder in ``gaussian_sigma``: the bracket is shrunk to a
 # few ulps of the root, whatever its magnitude.
 _EPSILON_RTOL = 4 * np.finfo(np.float64).eps
 _EPSILON_XTOL = np.finfo(np.float64).tiny
@@ -35,56 +43,6 @@ def _gaussian_privacy_loss(sigma, sensitivity):
     return GaussianPrivacyLoss(standard_deviation=sigma, sensitivity=sensitivity)
 
 
-def _check_scalar(
-    value,
-    name,
-    *,
-    low,
-    low_inclusive=False,
-    high=None,
-    high_inclusive=False,
-):
-    """Return ``value`` as a float after checking it lies in the given interval.
-
-    Raises ``ValueError`` naming ``name`` and the offending value. Booleans, NaN,
-    infinities and non-real values are rejected.
-    """
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, Real):
-        raise ValueError(f"{name} must be a real number, got {name}={value!r}.")
-    value = float(value)
-    if not math.isfinite(value):
-        raise ValueError(f"{name} must be a finite real number, got {name}={value!r}.")
-    below = value < low if low_inclusive else value <= low
-    above = high is not None and (value > high if high_inclusive else value >= high)
-    if below or above:
-        left = "[" if low_inclusive else "("
-        right = "]" if high_inclusive else ")"
-        upper = "inf" if high is None else f"{high!r}"
-        raise ValueError(
-            f"{name} must be in {left}{low!r}, {upper}{right}, got {name}={value!r}."
-        )
-    return value
-
-
-def _check_nonnegative_array(value, name):
-    """Return ``value`` as a float64 array after checking every entry is >= 0.
-
-    Infinity is allowed; NaN and negative values raise ``ValueError``.
-    """
-    try:
-        array = np.asarray(value, dtype=np.float64)
-    except (TypeError, ValueError) as exc:
-        raise ValueError(
-            f"{name} must be a real number or an array of real numbers, "
-            f"got {name}={value!r}."
-        ) from exc
-    bad = np.isnan(array) | (array < 0)
-    if np.any(bad):
-        first = float(array[bad].flat[0])
-        raise ValueError(f"{name} must be >= 0 (and not NaN), got {name}={first!r}.")
-    return array
-
-
 def _delta_for_epsilon(epsilon, sigma, sensitivity):
     """Exact δ(ε) of the Gaussian mechanism for a validated float64 array ``epsilon``.
 
@@ -98,6 +56,10 @@ def _delta_for_epsilon(epsilon, sigma, sensitivity):
     return delta
 
 
+@validate_params(
+    {"sigma": [POSITIVE], "sensitivity": [POSITIVE]},
+    prefer_skip_nested_validation=True,
+)
 def gaussian_delta(epsilon, *, sigma, sensitivity):
     """Exact δ(ε) of the Gaussian mechanism.
 
@@ -149,15 +111,18 @@ def gaussian_delta(epsilon, *, sigma, sensitivity):
     >>> gaussian_delta([0.0, 0.5, 1.0], sigma=2.0, sensitivity=1.0).round(4)
     array([0.1974, 0.0524, 0.0068])
     """
-    sigma = _check_scalar(sigma, "sigma", low=0.0)
-    sensitivity = _check_scalar(sensitivity, "sensitivity", low=0.0)
-    eps = _check_nonnegative_array(epsilon, "epsilon")
-    delta = _delta_for_epsilon(eps.reshape(-1), sigma, sensitivity).reshape(eps.shape)
+    eps = nonnegative_array(epsilon, "epsilon")
+    delta = _delta_for_epsilon(eps.reshape(-1), float(sigma), float(sensitivity))
+    delta = delta.reshape(eps.shape)
     if eps.ndim == 0:
         return float(delta)
     return delta
 
 
+@validate_params(
+    {"sigma": [POSITIVE], "sensitivity": [POSITIVE], "delta": [OPEN_UNIT]},
+    prefer_skip_nested_validation=True,
+)
 def gaussian_epsilon(*, sigma, sensitivity, delta):
     """Smallest ε such that the Gaussian mechanism is (ε, δ)-DP.
 
@@ -213,20 +178,21 @@ def gaussian_epsilon(*, sigma, sensitivity, delta):
     >>> gaussian_epsilon(sigma=1e3, sensitivity=1e-3, delta=1e-5)
     0.0
     """
-    sigma = _check_scalar(sigma, "sigma", low=0.0)
-    sensitivity = _check_scalar(sensitivity, "sensitivity", low=0.0)
-    delta = _check_scalar(delta, "delta", low=0.0, high=1.0)
-    # the module imports this one's validation: imported when first called
-    from sklearn_fil.accounting._per_instance_gaussian import (
-        per_instance_gaussian_epsilon,
-    )
+    return _gaussian_epsilon(float(sigma), float(sensitivity), float(delta))
 
+
+def _gaussian_epsilon(sigma, sensitivity, delta):
+    """:func:`gaussian_epsilon` of validated floats."""
     epsilon = per_instance_gaussian_epsilon(
         np.array([sensitivity]), sigma=sigma, delta=delta
     )
     return float(epsilon[0])
 
 
+@validate_params(
+    {"epsilon": [POSITIVE], "delta": [OPEN_UNIT], "sensitivity": [POSITIVE]},
+    prefer_skip_nested_validation=True,
+)
 def gaussian_sigma(*, epsilon, delta, sensitivity):
     """Smallest noise for which the Gaussian mechanism is (ε, δ)-DP.
 
@@ -279,10 +245,7 @@ def gaussian_sigma(*, epsilon, delta, sensitivity):
     >>> gaussian_epsilon(sigma=sigma, sensitivity=1.0, delta=1e-5) <= 1.0
     True
     """
-    epsilon = _check_scalar(epsilon, "epsilon", low=0.0)
-    delta = _check_scalar(delta, "delta", low=0.0, high=1.0)
-    sensitivity = _check_scalar(sensitivity, "sensitivity", low=0.0)
-    return _gaussian_sigma(epsilon, delta, sensitivity)
+    return _gaussian_sigma(float(epsilon), float(delta), float(sensitivity))
 
 
 # A pure function of three floats, a few hundred evaluations of the exact
@@ -324,16 +287,17 @@ def _gaussian_sigma(epsilon, delta, sensitivity):
     sigma = math.exp(log_sigma)
     step = 4.0 * math.ulp(sigma)
     for _ in range(_MAX_NUDGES):
-        if (
-            gaussian_epsilon(sigma=sigma, sensitivity=sensitivity, delta=delta)
-            <= epsilon
-        ):
+        if _gaussian_epsilon(sigma, sensitivity, delta) <= epsilon:
             return float(sigma)
         sigma += step
         step *= 2.0
     return float(math.exp(high))  # pragma: no cover - checked by the bracket
 
 
+@validate_params(
+    {"sigma": [POSITIVE], "sensitivity": [POSITIVE]},
+    prefer_skip_nested_validation=True,
+)
 def gaussian_rdp(alpha, *, sigma, sensitivity):
     """Rényi differential privacy of the Gaussian mechanism.
 
@@ -374,8 +338,6 @@ def gaussian_rdp(alpha, *, sigma, sensitivity):
     >>> gaussian_rdp([2, 4, 8], sigma=2.0, sensitivity=1.0)
     array([0.25, 0.5 , 1.  ])
     """
-    sigma = _check_scalar(sigma, "sigma", low=0.0)
-    sensitivity = _check_scalar(sensitivity, "sensitivity", low=0.0)
     try:
         orders = np.asarray(alpha, dtype=np.float64)
     except (TypeError, ValueError) as exc:
@@ -386,12 +348,16 @@ def gaussian_rdp(alpha, *, sigma, sensitivity):
     if np.any(bad):
         first = float(orders[bad].flat[0])
         raise ValueError(f"alpha must be > 1 (and not NaN), got alpha={first!r}.")
-    rdp = orders * (sensitivity**2 / (2.0 * sigma**2))
+    rdp = orders * (float(sensitivity) ** 2 / (2.0 * float(sigma) ** 2))
     if rdp.ndim == 0:
         return float(rdp)
     return rdp
 
 
+@validate_params(
+    {"n_samples": [count(1)], "lam": [POSITIVE], "row_norm": [POSITIVE]},
+    prefer_skip_nested_validation=True,
+)
 def output_perturbation_sensitivity(*, n_samples, lam, row_norm):
     """L2 sensitivity of L2-regularised logistic regression, for output perturbation.
 
@@ -452,14 +418,4 @@ def output_perturbation_sensitivity(*, n_samples, lam, row_norm):
     >>> round(gaussian_rdp(2, sigma=0.1, sensitivity=sens), 6)
     4.0
     """
-    if (
-        isinstance(n_samples, (bool, np.bool_))
-        or not isinstance(n_samples, Integral)
-        or n_samples < 1
-    ):
-        raise ValueError(
-            f"n_samples must be an integer >= 1, got n_samples={n_samples!r}."
-        )
-    lam = _check_scalar(lam, "lam", low=0.0)
-    row_norm = _check_scalar(row_norm, "row_norm", low=0.0)
-    return 2.0 * row_norm / (int(n_samples) * lam)
+    return 2.0 * float(row_norm) / (int(n_samples) * float(lam))

@@ -11,6 +11,7 @@ from scipy.optimize import brentq
 from sklearn_fil.accounting._events import (
     gaussian_noise_multiplier,
     make_accountant,
+    quiet_absl,
     scale_gaussian_event,
     smallest_noise,
 )
@@ -87,14 +88,12 @@ def _chain_epsilon(event, relation, delta, k):
     checked to keep the group δ at most ``delta``, so the result is a
     guarantee even where that assumption fails.
     """
-    from sklearn_fil.accounting._dpsgd import _quiet_absl
-
     acc = make_accountant("pld", relation, smallest_noise(event))
-    with _quiet_absl():
+    with quiet_absl():
         acc.compose(event)
 
     def epsilon_1(log_delta_1):
-        with _quiet_absl():
+        with quiet_absl():
             return float(acc.get_epsilon(math.exp(log_delta_1)))
 
     def excess(log_delta_1):

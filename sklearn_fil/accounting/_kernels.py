@@ -13,9 +13,9 @@ safeguarded Newton iteration on ``log delta(eps)`` and the upward nudge that
 makes ``delta(eps) <= delta`` hold as computed run entry by entry with no
 temporaries, the entries split over numba's threads. Each entry is computed
 alone, so the answers do not depend on the number of threads. The steps are
-those of the NumPy reference ``_epsilon_numpy`` of
-:mod:`sklearn_fil.accounting._per_instance_gaussian`, with two shortcuts that
-save evaluations of the curve (two erfc each, most of the cost):
+those of the NumPy reference of the tests
+(``tests/accounting/_epsilon_reference.py``), with two shortcuts that save
+evaluations of the curve (two erfc each, most of the cost):
 
 * a start within rounding of the root (a fine spline) is first tried one
   nudge step up: when that one evaluation gives ``delta(eps) <= delta`` with

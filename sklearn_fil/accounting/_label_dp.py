@@ -13,11 +13,12 @@ lower-bounds the step's epsilon (:func:`label_dp_lower_bound`).
 # SPDX-License-Identifier: BSD-3-Clause
 
 from dataclasses import dataclass
+from numbers import Real
 
 import numpy as np
 from scipy.special import log_ndtr
 
-from sklearn_fil.accounting._gaussian import _check_scalar
+from sklearn_fil.accounting._validation import POSITIVE, Number, validate_params
 
 # Relative tolerance of the check that a full-gradient norm is at least the norm of
 # its attacked block: generous enough for norms computed in float32.
@@ -134,6 +135,14 @@ def _batch_lower_bounds(coef, u0, u1, labels, scale, delta):
     return p0, p1, bound
 
 
+@validate_params(
+    {
+        "noise_multiplier": [POSITIVE],
+        "max_grad_norm": [POSITIVE],
+        "delta": [Number(Real, 0, 1, closed="left")],
+    },
+    prefer_skip_nested_validation=True,
+)
 def label_dp_lower_bound(
     coefficients,
     proba,
@@ -299,12 +308,11 @@ def label_dp_lower_bound(
     is far above:
 
     >>> round(dpsgd_epsilon(noise_multiplier=0.5, sample_rate=1.0, steps=1,
-    ...                     delta=1e-5, sensitivity=2.0), 2)
+    ...                     delta=1e-5, sensitivity=2.0, accountant="rdp"), 2)
     25.93
     """
-    noise_multiplier = _check_scalar(noise_multiplier, "noise_multiplier", low=0.0)
-    max_grad_norm = _check_scalar(max_grad_norm, "max_grad_norm", low=0.0)
-    delta = _check_scalar(delta, "delta", low=0.0, low_inclusive=True, high=1.0)
+    noise_multiplier, max_grad_norm = float(noise_multiplier), float(max_grad_norm)
+    delta = float(delta)
     coef = _as_float_array(coefficients, "coefficients", 2)
     n_rows, d = coef.shape
     if n_rows == 0 or d == 0:

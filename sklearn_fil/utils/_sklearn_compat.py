@@ -4,7 +4,19 @@
 # SPDX-License-Identifier: BSD-3-Clause
 
 from sklearn.base import _fit_context
-from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils._param_validation import (
+    Hidden,
+    Interval,
+    StrOptions,
+    validate_params,
+)
 from sklearn.utils.validation import _check_sample_weight
 
-__all__ = ["Interval", "StrOptions", "_check_sample_weight", "_fit_context"]
+__all__ = [
+    "Hidden",
+    "Interval",
+    "StrOptions",
+    "_check_sample_weight",
+    "_fit_context",
+    "validate_params",
+]

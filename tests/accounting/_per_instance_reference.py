@@ -14,10 +14,7 @@ import numpy as np
 from sklearn_fil.accounting._dpsgd import (
     _INDICES_MSG,
     _ceil_multiple,
-    _check_dpsgd_params,
-    _check_integer,
     _check_orders,
-    _check_scalar,
     _poisson_gaussian_rdp,
     _poisson_gaussian_rdp_integer,
     _rdp_to_epsilon_rows,
@@ -94,10 +91,11 @@ class ReferencePerInstanceAccountant:
         precision=0.01,
         orders=None,
     ):
-        self.n_samples = _check_integer(n_samples, "n_samples", low=1)
-        params = _check_dpsgd_params(noise_multiplier, sample_rate, sensitivity)
-        self.noise_multiplier, self.sample_rate, self.sensitivity = params
-        self.precision = _check_scalar(precision, "precision", low=0.0)
+        # the arguments of the library's accountant, which checks them
+        self.n_samples = int(n_samples)
+        self.noise_multiplier = float(noise_multiplier)
+        self.sample_rate, self.sensitivity = float(sample_rate), float(sensitivity)
+        self.precision = float(precision)
         self._orders = _check_orders(orders)
         # Levels k = 0..n_levels-1 stand for the norms min(k precision, sensitivity).
         self._top = int(_ceil_multiple(self.sensitivity, self.precision))
@@ -277,5 +275,4 @@ class ReferencePerInstanceAccountant:
 
     def epsilon(self, delta):
         """Per-example epsilon at a target delta."""
-        delta = _check_scalar(delta, "delta", low=0.0, high=1.0)
-        return _rdp_to_epsilon_rows(self._orders, self.rdp, delta)
+        return _rdp_to_epsilon_rows(self._orders, self.rdp, float(delta))

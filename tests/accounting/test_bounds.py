@@ -8,6 +8,7 @@ import pytest
 from numpy.testing import assert_allclose
 
 from sklearn_fil.accounting import gaussian_rdp, mse_bound_fil, mse_bound_rdp
+from tests.accounting._invalid import invalid
 
 # --------------------------------------------------------------------------------------
 # mse_bound_rdp (Guo et al. 2022, Theorem 1, unbiased attacks)
@@ -151,8 +152,16 @@ def test_mse_bound_fil_biased_estimator_can_beat_it():
         ((1.0, [[1.0]]), {}, r"diameter must be a scalar or a 1-D array.*\(1, 1\)"),
         ((1.0, []), {}, r"diameter must not be empty"),
         ((1.0, "wide"), {}, r"diameter must be a real number.*diameter='wide'"),
-        ((1.0, 1.0), {"n_features": 0}, r"n_features must be an integer >= 1 or None"),
-        ((1.0, 1.0), {"n_features": 2.0}, r"n_features.*got n_features=2.0"),
+        (
+            (1.0, 1.0),
+            {"n_features": 0},
+            invalid("n_features", "None or an int in the range [1, inf)", "0"),
+        ),
+        (
+            (1.0, 1.0),
+            {"n_features": 2.0},
+            invalid("n_features", "None or an int in the range [1, inf)", "2.0"),
+        ),
         (
             (1.0, [1.0, 2.0]),
             {"n_features": 3},

@@ -137,7 +137,7 @@ def test_dpsgd_calibration_replace_one_poisson_against_dp_accounting():
 def test_dpsgd_calibration_rdp_add_remove_against_dp_accounting():
     q, steps, delta, target = 0.05, 200, 1e-6, 1.5
     noise = dpsgd_noise_multiplier(
-        target_epsilon=target, sample_rate=q, steps=steps, delta=delta
+        target_epsilon=target, sample_rate=q, steps=steps, delta=delta, accountant="rdp"
     )
     acc = dp_accounting.rdp.RdpAccountant(neighboring_relation=ADD_OR_REMOVE)
     eps = acc.compose(_hand_event(noise, q, steps)).get_epsilon(delta)
@@ -228,7 +228,10 @@ def test_dpsgd_calibration_bad_input():
         dpsgd_noise_multiplier(target_epsilon=1.0, sample_rate=0.1, steps=0, delta=1e-5)
     with pytest.raises(ValueError, match="accountant='rdp' cannot"):
         dpsgd_noise_multiplier(
-            target_epsilon=1.0, neighboring_relation="replace_one", **common
+            target_epsilon=1.0,
+            accountant="rdp",
+            neighboring_relation="replace_one",
+            **common,
         )
     with pytest.raises(ValueError, match="accountant"):
         dpsgd_noise_multiplier(target_epsilon=1.0, accountant="moments", **common)

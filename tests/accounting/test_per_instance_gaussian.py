@@ -13,10 +13,8 @@ from sklearn_fil.accounting import (
     gaussian_epsilon,
     per_instance_gaussian_epsilon,
 )
-from sklearn_fil.accounting._per_instance_gaussian import (
-    _epsilon_numpy,
-    _phi_difference,
-)
+from tests.accounting._epsilon_reference import _epsilon_numpy, _phi_difference
+from tests.accounting._invalid import FLOAT_DELTA, FLOAT_POSITIVE, invalid
 
 
 @pytest.mark.parametrize("delta", [0.3, 1e-2, 1e-5, 1e-9, 1e-14])
@@ -79,8 +77,8 @@ def test_large_arrays_use_the_interpolated_start():
         ({"sensitivity": [1.0, -1.0]}, "sensitivity must be >= 0"),
         ({"sensitivity": [np.nan]}, "sensitivity must be >= 0"),
         ({"sensitivity": ["a"]}, "sensitivity must be an array of real numbers"),
-        ({"sigma": 0.0}, "sigma must be in"),
-        ({"delta": 1.0}, "delta must be in"),
+        ({"sigma": 0.0}, invalid("sigma", FLOAT_POSITIVE, "0.0")),
+        ({"delta": 1.0}, invalid("delta", FLOAT_DELTA, "1.0")),
     ],
 )
 def test_validation(kwargs, match):
