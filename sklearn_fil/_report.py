@@ -1,7 +1,9 @@
 """The one builder of ``privacy_report_`` tables, so the schema cannot drift.
 
 It also owns the report's scale-free numbers (:func:`attribute_variances`,
-:func:`relative_mse_bound`, :func:`attribute_fil_sd`), derived here once.
+:func:`relative_mse_bound`, :func:`attribute_fil_sd`), derived here once, and
+its metadata (:func:`privacy_report_metadata`, what ``privacy_report_.attrs``
+holds; public as :func:`sklearn_fil.report_io.privacy_report_metadata`).
 
 Scale-free bounds
 -----------------
@@ -61,7 +63,9 @@ to its variance; 1 is again what the training mean scores on average.
 # SPDX-License-Identifier: BSD-3-Clause
 
 import functools
+import math
 from collections.abc import Mapping
+from importlib.metadata import PackageNotFoundError, version
 
 import numba
 import numpy as np
@@ -265,6 +269,116 @@ def with_report_attrs(report, attrs):
     )
     report.attrs = attrs
     return report
+
+
+# -- metadata -------------------------------------------------------------------
+
+SENSITIVE_NOTE = "computed from every example's data: keep it private"
+
+
+@functools.cache
+def _version():
+    """The installed package's version, ``sklearn_fil.__version__``.
+
+    Asked once per process (asking the installed metadata took 0.5 ms, 2% of
+    a fit on 10^4 x 20 data), and read here rather than from the package,
+    which imports every layer above this module.
+    """
+    try:
+        return version("sklearn-fil")
+    except PackageNotFoundError:  # pragma: no cover - running from a source tree
+        return "0.0.0+unknown"
+
+
+def to_jsonable(value):
+    """``value`` with NumPy scalars, paths and non-finite floats made JSON-safe.
+
+    Dicts and sequences are converted item by item; non-finite floats become
+    None; anything else that JSON cannot hold becomes its ``str``.
+    """
+    if isinstance(value, dict):
+        return {str(key): to_jsonable(item) for key, item in value.items()}
+    if isinstance(value, list | tuple | np.ndarray | pd.Index):
+        return [to_jsonable(item) for item in value]
+    if isinstance(value, np.generic):
+        value = value.item()
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if value is None or isinstance(value, bool | int | float | str):
+        return value
+    return str(value)
+
+
+def privacy_report_metadata(estimator, n_samples=None):
+    """The context of a fitted estimator's privacy report, JSON-safe.
+
+    What ``privacy_report_.attrs`` holds and what
+    :func:`~sklearn_fil.report_io.write_privacy_report` writes beside the
+    CSV: the package version, the estimator and its parameters, the number
+    of examples, the noise, and the guarantee (ε, δ, neighbouring relation,
+    what is public) or the reason there is none.
+
+    Parameters
+    ----------
+    estimator : fitted estimator
+        An estimator of sklearn-fil with a ``privacy_report_``.
+    n_samples : int, default=None
+        Number of examples; None: the report's length (given by the fit of
+        a Dask array, whose lazy report knows its length only after a pass).
+
+    Returns
+    -------
+    metadata : dict
+        Keys ``sklearn_fil_version``, ``estimator``, ``estimator_params``,
+        ``n``, ``sigma``, ``epsilon``, ``delta``, ``neighboring_relation``,
+        ``public``, ``no_guarantee_reason``, ``n_clipped``, ``dataset_fil``,
+        ``sensitive``; ``epsilon`` and the two after it are None without a
+        guarantee.
+
+    Examples
+    --------
+    >>> from sklearn.datasets import make_classification
+    >>> from sklearn_fil.linear_model import OutputPerturbedLogisticRegression
+    >>> from sklearn_fil.report_io import privacy_report_metadata
+    >>> X, y = make_classification(n_samples=100, n_features=4, random_state=0)
+    >>> clf = OutputPerturbedLogisticRegression(
+    ...     data_norm=3.0, penalize_intercept=True, random_state=0
+    ... ).fit(X, y)
+    >>> meta = privacy_report_metadata(clf)
+    >>> meta["n"], meta["neighboring_relation"]
+    (100, 'replace_one')
+    >>> meta == clf.privacy_report_.attrs
+    True
+    """
+    guarantee = getattr(estimator, "guarantee_", None)
+    holds = guarantee is not None and guarantee.epsilon is not None
+    params = getattr(estimator, "_fitted_params", None) or estimator.get_params(
+        deep=False
+    )
+    if holds:
+        reason = None
+    elif guarantee is not None:
+        reason = guarantee.reason
+    else:
+        reason = "the estimator reports no differential-privacy guarantee"
+    metadata = {
+        "sklearn_fil_version": _version(),
+        "estimator": type(estimator).__name__,
+        "estimator_params": params,
+        "n": int(
+            estimator.privacy_report_.shape[0] if n_samples is None else n_samples
+        ),
+        "sigma": getattr(estimator, "sigma_", None),
+        "epsilon": guarantee.epsilon if holds else None,
+        "delta": guarantee.delta if holds else None,
+        "neighboring_relation": guarantee.neighboring_relation if holds else None,
+        "public": list(guarantee.public) if holds else None,
+        "no_guarantee_reason": reason,
+        "n_clipped": int(getattr(estimator, "n_clipped_", 0)),
+        "dataset_fil": getattr(estimator, "dataset_fil_", None),
+        "sensitive": SENSITIVE_NOTE,
+    }
+    return to_jsonable(metadata)
 
 
 # -- scale-free numbers ---------------------------------------------------------

@@ -8,6 +8,7 @@ which coordinates are private, and returns arrays.
 # Authors: The sklearn-fil developers
 # SPDX-License-Identifier: BSD-3-Clause
 
-from sklearn_fil.fisher._engine import FisherInformationLoss, fisher_information_loss
+from sklearn_fil.fisher._api import fisher_information_loss
+from sklearn_fil.fisher._engine import FisherInformationLoss
 
 __all__ = ["FisherInformationLoss", "fisher_information_loss"]

@@ -29,13 +29,13 @@ from sklearn_fil._report import (
     attribute_sizes,
     attribute_variances,
     make_privacy_report,
+    privacy_report_metadata,
     relative_mse_bound,
     target_label,
     with_report_attrs,
 )
 from sklearn_fil.accounting import Guarantee, gaussian_rdp, mse_bound_rdp
 from sklearn_fil.fisher import fisher_information_loss
-from sklearn_fil.report_io import privacy_report_metadata
 from sklearn_fil.utils._dask import (
     check_dense_dask_array,
     check_row_chunked,

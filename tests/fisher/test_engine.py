@@ -510,6 +510,22 @@ def test_warns_when_coef_is_not_a_minimiser():
         )
 
 
+def test_not_a_minimiser_warning_names_the_caller():
+    # the public function dispatches (sklearn_fil.fisher._api) to the engine:
+    # the warning still points at its caller, as on the Dask path
+    problem = make_problem("logistic", n=40, d=3, lam=0.1, seed=3)
+    with pytest.warns(NotAMinimiserWarning, match="not a minimiser") as record:
+        fisher_information_loss(
+            problem["X"],
+            problem["y"],
+            problem["coef"] * 1.01,
+            problem["intercept"],
+            loss="logistic",
+            lam=0.1,
+        )
+    assert record[0].filename == __file__
+
+
 @pytest.mark.parametrize(
     "kwargs, match",
     [
