@@ -26,7 +26,7 @@ from scipy import linalg
 from sklearn.utils import gen_batches
 from threadpoolctl import ThreadpoolController
 
-from sklearn_fil._losses import LOSSES
+from sklearn_fil._losses import get_family
 from sklearn_fil.utils._clipping import vector_norm
 from sklearn_fil.utils._dask import is_dask
 from sklearn_fil.utils._sparse import issparse, scale_rows
@@ -400,8 +400,9 @@ def fit_glm(
         squared loss (whose ``l'' = 1`` does not depend on ``w``), None for
         the logistic loss (its last Hessian is at the step's start).
     """
+    family = get_family(loss)
     passes = (DaskRowPasses if is_dask(X) else RowPasses)(
-        X, y, omega, loss, fit_intercept
+        X, y, omega, family, fit_intercept
     )
     p = passes.n_features + fit_intercept
     reg = penalty(p, passes.n_eff, lam, fit_intercept, penalize_intercept)
@@ -411,7 +412,7 @@ def fit_glm(
         gram, g = passes.newton_system(w)
         return g + reg * w, SPDFactor(gram, reg), gram
 
-    if loss == "squared":  # one exact step from zero
+    if family.constant_curvature:  # one exact step from zero
         g, factor, gram = hessian(np.zeros(p))
         w = -factor.solve(g)
         return (w, 1, gram) if return_loss_hessian else (w, 1)
@@ -419,10 +420,10 @@ def fit_glm(
     def objective(w):
         return passes.objective(w) + 0.5 * float(reg @ (w * w))
 
-    rate = LOSSES[loss].curvature_rate
+    rate = family.curvature_rate
 
     if w0 is None and X.shape[0] >= 4 * WARM_START_ROWS:
-        args = (loss, lam, fit_intercept, penalize_intercept, tol, max_iter)
+        args = (family, lam, fit_intercept, penalize_intercept, tol, max_iter)
         subsample = _strided_rows(X, y, omega, WARM_START_ROWS)
         try:
             with small_work(*subsample[0].shape):
@@ -506,7 +507,7 @@ class RowPasses:
 
     def __init__(self, X, y, omega, loss, fit_intercept):
         self.X, self.y, self.omega = X, y, omega
-        self.family = LOSSES[loss]
+        self.family = get_family(loss)
         self.fit_intercept = fit_intercept
         self.n_features = X.shape[1]
         self.n_eff = float(omega.sum())
@@ -601,7 +602,7 @@ class DaskRowPasses:
         self.X = check_row_chunked(X)
         self.y = rows_like(y, self.X, "y")
         self.omega = rows_like(omega, self.X, "sample_weight")
-        self.loss, self.fit_intercept = loss, fit_intercept
+        self.family, self.fit_intercept = get_family(loss), fit_intercept
         self.n_features = X.shape[1]
         self.n_eff = float(self._sum("n_eff", None))
 
@@ -614,7 +615,7 @@ class DaskRowPasses:
             (self.y, self.omega),
             method,
             w,
-            self.loss,
+            self.family,
             self.fit_intercept,
         )
 

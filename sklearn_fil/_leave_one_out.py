@@ -65,7 +65,7 @@ from sklearn_fil._glm import (
     row_parallel,
     weighted_gram,
 )
-from sklearn_fil._losses import LOSSES
+from sklearn_fil._losses import _SquaredLoss, get_family
 from sklearn_fil.utils import _sparse
 
 # Bytes of one block of H^-1 x~_i rows in the closed form (cache-sized).
@@ -163,14 +163,14 @@ def leave_one_out(
     n, d = X.shape
     p = d + fit_intercept
     w = np.asarray(w, dtype=np.float64)
-    family = LOSSES[loss]
+    family = get_family(loss)
     reg = penalty(p, omega.sum(), lam, fit_intercept, penalize_intercept)
-    passes = RowPasses(X, y, omega, loss, fit_intercept)
+    passes = RowPasses(X, y, omega, family, fit_intercept)
     if gradient is None:
         gradient = passes.gradient(w) + reg * w  # keeps the margins at w
-    # the weighted curvatures; the squared loss's are the weights
+    # the weighted curvatures; a constant curvature's are the weights
     kappa = omega
-    if loss != "squared":
+    if not family.constant_curvature:
         kappa = omega * family.derivatives(passes.margin(w), y)[1]
     if hessian is None:
         hessian = weighted_gram(X, kappa, fit_intercept)
@@ -179,7 +179,7 @@ def leave_one_out(
     # one Newton step from w: the exact minimiser to second order
     w_hat = w - factor.solve(gradient)
     shifts = np.zeros((n, p)) if return_shifts else None
-    if loss == "squared" and not sparse.issparse(X):
+    if family.constant_curvature and not sparse.issparse(X):
         sensitivity, singular = _dense_closed_form(
             X, y, omega, w_hat, factor.inverse(), fit_intercept, shifts
         )
@@ -187,10 +187,10 @@ def leave_one_out(
     m_hat = X @ w_hat[:d] + (w_hat[d] if fit_intercept else 0.0)
     r_hat, _ = family.derivatives(m_hat, y)
     problem = _Problem(
-        X, omega, reg, fit_intercept, factor.inverse(), m_hat, r_hat, kappa, loss
+        X, omega, reg, fit_intercept, factor.inverse(), m_hat, r_hat, kappa, family
     )
     sensitivity = np.empty(n)
-    if loss == "squared":
+    if family.constant_curvature:
         _sparse_closed_form(problem, sensitivity, shifts)
         n_iter = 1
     else:
@@ -334,7 +334,7 @@ class SquaredRefits:
 
 def _block_gradient(X, y, omega, w, fit_intercept):
     """``[X~^T (omega r), sum(omega)]`` of one block (the squared loss)."""
-    passes = RowPasses(X, y, omega, "squared", fit_intercept)
+    passes = RowPasses(X, y, omega, _SquaredLoss, fit_intercept)
     return np.append(passes.gradient(w), passes.n_eff)
 
 
@@ -366,18 +366,16 @@ class _Problem:
     the margins and residuals at the refined minimiser.
     """
 
-    def __init__(self, X, omega, reg, has_b, H_inv, m_hat, r_hat, kappa, loss):
+    def __init__(self, X, omega, reg, has_b, H_inv, m_hat, r_hat, kappa, family):
         self.X, self.omega, self.reg, self.has_b = X, omega, reg, has_b
         self.H_inv, self.m_hat, self.r_hat, self.kappa = H_inv, m_hat, r_hat, kappa
-        self.loss = loss
+        self.family = family = get_family(family)
         self.singular = np.zeros(X.shape[0], dtype=bool)
-        if loss == "logistic":
+        if not family.constant_curvature:
             # psi'(m + delta) - psi'(m) on the side of m >= 0 (see _weighted_dpsi)
-            sign = np.where(m_hat >= 0, 1.0, -1.0)
-            self.E = np.exp(-np.abs(m_hat))
-            self.onepE = 1.0 + self.E
-            # -sign omega sigmoid(-|m|)
-            self.scale = -sign * omega * self.E / self.onepE
+            sign, self.E, self.onepE, self.scale = family.mean_increment_factors(
+                m_hat, omega
+            )
             # rows -sign x~: one GEMM gives the exponent -sign * x~^T u
             self.Xneg = _signed_rows(X, -sign, has_b)
 
@@ -470,7 +468,9 @@ class _Problem:
         if self.has_b:
             delta += U[cols, d]
         m = self.m_hat[rows]
-        out[bad] = self.omega[rows] * (expit(m + delta) - expit(m))
+        out[bad] = self.omega[rows] * (
+            self.family.mean(m + delta) - self.family.mean(m)
+        )
         return out
 
     def gradients(self, U, idx):

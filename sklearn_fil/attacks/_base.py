@@ -22,7 +22,7 @@ import numpy as np
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from sklearn_fil._glm import penalty
-from sklearn_fil._losses import LOSSES
+from sklearn_fil._losses import get_family
 from sklearn_fil.linear_model import (
     IRFILClassifier,
     IRFILRegressor,
@@ -93,7 +93,7 @@ class GLMRecipe:
     @property
     def family(self):
         """The loss family of `sklearn_fil._losses`."""
-        return LOSSES[self.loss]
+        return get_family(self.loss)
 
     def penalty(self, n):
         """Diagonal of the penalty's Hessian; ``n``: the sum of the example weights."""
@@ -181,17 +181,17 @@ def target_glm(model, attack, *, informed=False):
             "adversary's knowledge of them as sample_weight (the attack re-runs "
             "the weighted training objective, which it cannot do without them)."
         )
-    logistic = isinstance(model, OutputPerturbedLogisticRegression | IRFILClassifier)
+    family = get_family(model._loss)
     # the recipe of the fit, not parameters set on the model since
     params = fitted_params(model)
     return GLMRecipe(
-        loss="logistic" if logistic else "squared",
+        loss=family.name,
         lam=float(params["lam"]),
         fit_intercept=bool(params["fit_intercept"]),
         penalize_intercept=bool(params["penalize_intercept"]),
         # only OutputPerturbedLogisticRegression clips
         data_norm=params.get("data_norm"),
-        classes=np.asarray(model.classes_) if logistic else None,
+        classes=np.asarray(model.classes_) if family.is_classifier else None,
         coef=np.asarray(model.coef_, dtype=np.float64).copy(),
         intercept=float(model.intercept_),
         weighted=weighted,
@@ -233,7 +233,7 @@ def training_rows(attack, prefix, model, recipe, X, y):
         y,
         dtype=np.float64,
         ensure_min_samples=2,
-        y_numeric=recipe.loss == "squared",
+        y_numeric=not recipe.family.is_classifier,
     )
     check_model_features(X, model)
     return X, y

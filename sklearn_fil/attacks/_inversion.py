@@ -700,7 +700,7 @@ class WhiteBoxAttributeInversion(_AttributeInversion):
         """
         recipe = self._recipe
         w0 = recipe.weights
-        if recipe.loss == "logistic" and self.method == "newton":
+        if not recipe.family.constant_curvature and self.method == "newton":
             # Start at the minimiser of the training problem, within one
             # example's influence of every candidate's minimiser: from the
             # released weights Newton can stall where a large noise has driven
@@ -741,8 +741,8 @@ class WhiteBoxAttributeInversion(_AttributeInversion):
                 H_inv, w_bar, owner[todo], Z[todo], labels[todo], grad[todo]
             )
             self.n_iter_ = it
-            if recipe.loss == "squared" or self.method == "one_step":
-                return W - step  # exact for the squared loss
+            if recipe.family.constant_curvature or self.method == "one_step":
+                return W - step  # exact for a quadratic objective
             # Full steps, halved where they would grow the gradient.
             t = np.ones(len(todo))
             trial = W[todo] - step

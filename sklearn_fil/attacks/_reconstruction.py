@@ -17,7 +17,6 @@ from typing import ClassVar
 
 import numpy as np
 import pandas as pd
-from scipy.special import expit, lambertw
 from sklearn.base import BaseEstimator, OneToOneFeatureMixin, TransformerMixin
 from sklearn.utils import Bunch
 from sklearn.utils.validation import check_is_fitted, validate_data
@@ -27,12 +26,6 @@ from sklearn_fil.attacks._base import adversary_weights, target_glm, training_ro
 from sklearn_fil.utils._fitted import fit_or_clear
 from sklearn_fil.utils._pipeline import split_pipeline, transform_dense
 from sklearn_fil.utils._sklearn_compat import _fit_context
-
-# Margin u* = 1 + W(1/e) (W: Lambert's function) at which u * expit(-u) peaks
-# with the value u* - 1: the logistic first-order condition without an
-# intercept has two solutions below that value and none above it.
-_U_PEAK = 1.0 + float(lambertw(np.exp(-1.0)).real)
-_PSI_PEAK = _U_PEAK - 1.0
 
 
 def _leave_one_out_gradients(Xt, y, omega, recipe):
@@ -47,76 +40,6 @@ def _leave_one_out_gradients(Xt, y, omega, recipe):
     r = omega * r
     total = Xt.T @ r + recipe.penalty(omega.sum()) * w
     return r[:, None] * Xt - total
-
-
-def _squared_scales(a, y):
-    """Both roots ``t`` of ``t^2 + y t - a = 0`` (the vertex ``-y/2`` if none).
-
-    The root of larger magnitude comes from the formula without cancellation,
-    the other from the product of the roots, ``-a``.
-    """
-    disc = y * y + 4.0 * a
-    root = np.sqrt(np.maximum(disc, 0.0))
-    big = -0.5 * (y + np.where(y >= 0, root, -root))
-    with np.errstate(divide="ignore", invalid="ignore"):
-        small = np.where(big != 0.0, -a / big, 0.0)
-    none = disc < 0
-    big[none] = small[none] = -0.5 * y[none]
-    n_roots = np.where(none, 0, np.where(disc == 0, 1, 2))
-    return np.column_stack([big, small]), n_roots
-
-
-def _bisect(f, target, lo, hi, increasing):
-    """``u`` in ``[lo, hi]`` with ``f(u) = target`` for every row (``f`` monotone).
-
-    Bisection to full precision: a row stops when no midpoint lies strictly
-    between its bounds (at most about 2100 halvings of a finite interval).
-    """
-    lo, hi = lo.copy(), hi.copy()
-    rows = np.arange(lo.size)
-    while rows.size:
-        mid = lo[rows] + 0.5 * (hi[rows] - lo[rows])
-        active = (mid > lo[rows]) & (mid < hi[rows])
-        rows, mid = rows[active], mid[active]
-        below = (f(mid) < target[rows]) == increasing
-        lo[rows[below]] = mid[below]
-        hi[rows[~below]] = mid[~below]
-    return lo + 0.5 * (hi - lo)
-
-
-def _psi(u):
-    """``u expit(-u)``: ``-a`` as a function of the signed margin ``u``."""
-    return u * expit(-u)
-
-
-def _logistic_scales(a, y):
-    """Both roots ``t`` of ``t = expit(a / t) - y`` (the closest point if none).
-
-    With the signed margin ``u = (2 y - 1) m`` of the reconstructed row, ``t =
-    -(2 y - 1) expit(-u)`` and ``a = t m = -psi(u)``, ``psi(u) = u expit(-u)``.
-    ``psi`` increases up to its peak ``u* - 1`` at ``u*`` and then decays to
-    0, so ``psi(u) = -a`` has one root (``u <= 0``, a misclassified row) when
-    ``a >= 0``, one on either side of ``u*`` when ``0 < -a < u* - 1``, and
-    none above the peak, where ``u*`` is the closest solution.
-    """
-    b = -a
-    u = np.full((a.size, 2), _U_PEAK)
-    one = b <= 0
-    two = (b > 0) & (b < _PSI_PEAK)
-    # psi(2 b) <= b <= psi(0) = 0 for b <= 0
-    u[one, 0] = u[one, 1] = _bisect(
-        _psi, b[one], 2.0 * b[one], np.zeros(one.sum()), increasing=True
-    )
-    # psi(u) < u exp(-u) <= b beyond u = 2 log(1 / b) + 2 (> u*)
-    bt = b[two]
-    u[two, 0] = _bisect(
-        _psi, bt, np.zeros(bt.size), np.full(bt.size, _U_PEAK), increasing=True
-    )
-    u[two, 1] = _bisect(
-        _psi, bt, np.full(bt.size, _U_PEAK), 2.0 * np.log(1.0 / bt) + 2.0, False
-    )
-    n_roots = np.where(one, 1, np.where(two, 2, np.where(b == _PSI_PEAK, 1, 0)))
-    return -(2.0 * y - 1.0)[:, None] * expit(-u), n_roots
 
 
 def _reconstruct(G, y, recipe, prior_sq_norm):
@@ -135,10 +58,7 @@ def _reconstruct(G, y, recipe, prior_sq_norm):
         X_hat[t == 0] = np.nan
         return X_hat, np.where(t == 0, 0, 1)
     a = G @ recipe.weights
-    if recipe.loss == "squared":
-        T, n_roots = _squared_scales(a, y)
-    else:
-        T, n_roots = _logistic_scales(a, y)
+    T, n_roots = recipe.family.residual_roots(a, y)
     g_norm = np.linalg.norm(G, axis=1)
     with np.errstate(divide="ignore", invalid="ignore"):
         norms = g_norm[:, None] / np.abs(T)

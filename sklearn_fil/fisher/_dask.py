@@ -18,7 +18,7 @@ from functools import partial
 import numpy as np
 from sklearn.utils import assert_all_finite
 
-from sklearn_fil._losses import LOSSES
+from sklearn_fil._losses import get_family
 from sklearn_fil.fisher import _engine
 from sklearn_fil.utils._dask import (
     check_row_chunked,
@@ -56,20 +56,17 @@ def dask_fisher_information_loss(
     totals are then computed at once. The per-example fields are lazy Dask
     arrays slicing one ``(n_samples, 3 + n_attributes)`` mapped array.
     """
-    if loss not in LOSSES:
-        raise ValueError(f"loss must be one of {sorted(LOSSES)}; got {loss!r}.")
+    family = get_family(loss)
     X = check_row_chunked(X)
     y = rows_like(y, X, "y")
     omega = rows_like(sample_weight, X, "sample_weight")
     groups = rows_like(groups, X, "groups", dtype=None)
-    coef, intercept = _engine._check_model(
-        coef, X.shape[1], intercept, loss, lam, sigma
-    )
+    coef, intercept = _engine._check_model(coef, X.shape[1], intercept, lam, sigma)
     # the layout is checked now, the values of every block in the first pass
     onehot = check_onehot_groups(onehot_groups, np.zeros((0, X.shape[1])))
     chunk = _engine._check_chunk(chunk_size)
     # unit weights (known without a pass) share the Hessian's Gram, as in NumPy
-    same_gram = loss == "squared" and (
+    same_gram = family.constant_curvature and (
         sample_weight is None
         or (
             not is_dask(sample_weight)
@@ -78,7 +75,7 @@ def dask_fisher_information_loss(
     )
     # the model without data: what the stages after the sums read
     model = _engine._Problem(
-        None, None, coef, intercept, loss, lam, None, penalize_intercept, chunk
+        None, None, coef, intercept, family, lam, None, penalize_intercept, chunk
     )
     layout = _engine._AttributeLayout.of(X.shape[1], onehot, private_label)
     sums = tree_sum(_block_sums, X, (y, omega, groups), model, layout, same_gram)
@@ -97,7 +94,7 @@ def _block_sums(Xb, yb, omegab, groupsb, model, layout, same_gram):
     """The value checks of the NumPy path and the engine's sums, on one block."""
     assert_all_finite(Xb, input_name="X")
     assert_all_finite(yb, input_name="y")
-    LOSSES[model.loss].check_y(yb)
+    model.family.check_y(yb)
     if omegab is not None:
         assert_all_finite(omegab, input_name="sample_weight")
         if np.any(omegab < 0):

@@ -12,7 +12,7 @@ from scipy import linalg
 from sklearn.utils import assert_all_finite, check_array, check_consistent_length
 
 from sklearn_fil import _glm
-from sklearn_fil._losses import LOSSES
+from sklearn_fil._losses import get_family
 from sklearn_fil.exceptions import NotAMinimiserWarning
 from sklearn_fil.fisher import _kernels as kernels
 from sklearn_fil.utils._onehot import check_onehot_groups
@@ -103,10 +103,8 @@ def _top_eig(M):
     )
 
 
-def _check_model(coef, n_features, intercept, loss, lam, sigma):
+def _check_model(coef, n_features, intercept, lam, sigma):
     """The fitted weights and the scalar settings, checked; no data needed."""
-    if loss not in LOSSES:
-        raise ValueError(f"loss must be one of {sorted(LOSSES)}; got {loss!r}.")
     coef = check_array(coef, dtype=np.float64, ensure_2d=False, input_name="coef")
     if coef.shape != (n_features,):
         raise ValueError(f"coef must have shape ({n_features},); got {coef.shape}.")
@@ -131,9 +129,7 @@ def _check_chunk(chunk_size):
     return chunk
 
 
-def _check_inputs(X, y, coef, intercept, loss, lam, sigma, sample_weight, groups):
-    if loss not in LOSSES:
-        raise ValueError(f"loss must be one of {sorted(LOSSES)}; got {loss!r}.")
+def _check_inputs(X, y, coef, intercept, family, lam, sigma, sample_weight, groups):
     X = check_array(
         X,
         accept_sparse="csr",
@@ -149,8 +145,8 @@ def _check_inputs(X, y, coef, intercept, loss, lam, sigma, sample_weight, groups
     if y.ndim != 1:
         raise ValueError(f"y must be 1-dimensional; got shape {y.shape}.")
     check_consistent_length(X, y)
-    LOSSES[loss].check_y(y)
-    coef, intercept = _check_model(coef, X.shape[1], intercept, loss, lam, sigma)
+    family.check_y(y)
+    coef, intercept = _check_model(coef, X.shape[1], intercept, lam, sigma)
     if sample_weight is None:
         sample_weight = np.ones(X.shape[0])
     else:
@@ -189,8 +185,9 @@ def fisher_information_loss(
     The public function sends a Dask array to :mod:`sklearn_fil.fisher._dask`,
     which runs this module's stages on the blocks of rows.
     """
+    family = get_family(loss)
     X, y, coef, intercept, omega, groups = _check_inputs(
-        X, y, coef, intercept, loss, lam, sigma, sample_weight, groups
+        X, y, coef, intercept, family, lam, sigma, sample_weight, groups
     )
     onehot = check_onehot_groups(onehot_groups, X)
     chunk = _check_chunk(chunk_size)
@@ -198,14 +195,23 @@ def fisher_information_loss(
         p = coef.size + (intercept is not None)
         loss_hessian = _check_loss_hessian(loss_hessian, p)
     problem = _Problem(
-        X, y, coef, intercept, loss, lam, omega, penalize_intercept, chunk, loss_hessian
+        X,
+        y,
+        coef,
+        intercept,
+        family,
+        lam,
+        omega,
+        penalize_intercept,
+        chunk,
+        loss_hessian,
     )
     # the margins check X, then the given Hessian is checked against the data
     _check_finite_margin(problem)
     if loss_hessian is not None:
         _match_loss_hessian(problem)
     layout = _AttributeLayout.of(X.shape[1], onehot, private_label)
-    same_gram = loss == "squared" and bool(np.all(omega == 1.0))
+    same_gram = family.constant_curvature and bool(np.all(omega == 1.0))
     # small data: one thread for the whole report (see small_work)
     with _glm.small_work(X.shape[0], X.shape[1] + (intercept is not None)):
         # the stages, called from here as from the Dask path: a warning of
@@ -244,7 +250,7 @@ class _Problem:
     ``r`` and ``c`` are the residuals ``dl/dm`` and curvatures ``d2l/dm2`` at
     the margins. ``X`` is a dense array or a canonical CSR array. The stages
     after :func:`_example_sums` read only the model (``coef``, ``intercept``,
-    ``loss``, ``lam``, ``penalize_intercept``), so the Dask path runs them on a
+    ``family``, ``lam``, ``penalize_intercept``), so the Dask path runs them on a
     problem without data. ``loss_hessian``, when the caller has it, is the
     Gram ``X~^T diag(omega c) X~`` (checked by :func:`_check_loss_hessian` and
     :func:`_match_loss_hessian`).
@@ -254,7 +260,7 @@ class _Problem:
     y: np.ndarray
     coef: np.ndarray
     intercept: float | None
-    loss: str
+    family: type  # a family of sklearn_fil._losses
     lam: float
     omega: np.ndarray
     penalize_intercept: bool
@@ -275,7 +281,7 @@ class _Problem:
 
     @cached_property
     def derivatives(self):
-        return LOSSES[self.loss].derivatives(self.margin, self.y)
+        return self.family.derivatives(self.margin, self.y)
 
     @cached_property
     def omega2(self):
@@ -435,7 +441,7 @@ def _example_sums(problem, private_label, groups, same_gram):
     r, c = problem.derivatives
     omega, omega2 = problem.omega, problem.omega2
     # the size of the terms that cancel in the gradient at a minimiser
-    r_scale = omega * LOSSES[problem.loss].residual_scale(problem.margin, problem.y)
+    r_scale = omega * problem.family.residual_scale(problem.margin, problem.y)
     cc, cr = omega2 * c * c, omega2 * c * r
     grad, s, grad_scale = _gradient_sums(problem, omega * r, cr, r_scale)
     group_sums = None
@@ -455,7 +461,7 @@ def _example_sums(problem, private_label, groups, same_gram):
     weights = {}
     if not same_gram:
         weights["C2"] = cc
-    if private_label and problem.loss != "squared":
+    if private_label and not problem.family.constant_curvature:
         weights["C0"] = omega2
     if problem.loss_hessian is None:
         weights["hess"] = omega * c
@@ -696,7 +702,7 @@ def _totals(problem, sums, H_inv, layout, sigma):
     C2 = sums.hess if sums.C2 is None else sums.C2
     C0 = None
     if layout.private_label:
-        C0 = C2 if problem.loss == "squared" else sums.C0
+        C0 = C2 if problem.family.constant_curvature else sums.C0
     total = _attribute_totals(w, H_inv, C2, C0, sums.s, sums.rho2, layout.attributes)
     total_attribute_fil = np.sqrt(np.maximum(total, 0.0)) / sigma
 

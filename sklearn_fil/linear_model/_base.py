@@ -24,6 +24,7 @@ from sklearn.utils.multiclass import check_classification_targets, type_of_targe
 from sklearn.utils.validation import check_is_fitted, check_non_negative, validate_data
 
 from sklearn_fil._glm import fit_glm, row_parallel, small_work
+from sklearn_fil._losses import get_family
 from sklearn_fil._report import (
     attribute_fil_sd,
     attribute_sizes,
@@ -249,7 +250,7 @@ class BaseReleasedGLM(GuaranteeMixin, BaseEstimator):
             accept_sparse="csr",
             dtype=np.float64,
             ensure_min_samples=2,
-            y_numeric=self._loss == "squared",
+            y_numeric=not get_family(self._loss).is_classifier,
             ensure_all_finite=False,  # the extremes' pass below checks X
         )
         if issparse(X):
@@ -326,7 +327,7 @@ class BaseReleasedGLM(GuaranteeMixin, BaseEstimator):
         check_onehot_groups(
             list(groups.values()), np.zeros((0, X.shape[1])), names=list(groups)
         )
-        classifier = self._loss == "logistic"
+        classifier = get_family(self._loss).is_classifier
         y = rows_like(y, X, "y", dtype=None if classifier else np.float64)
         weights = _dask_weights(sample_weight, X)
         clipper = self._clipper(groups)

@@ -11,6 +11,7 @@ import numpy as np
 import pandas as pd
 from sklearn.exceptions import ConvergenceWarning
 
+from sklearn_fil._losses import get_family
 from sklearn_fil.linear_model._base import (
     BaseReleasedGLM,
     LogisticLossMixin,
@@ -76,7 +77,7 @@ class _IRFIL(BaseReleasedGLM):
         last = self.fil_history_.iloc[-1]
         cv = _cv(last["mean"], last["std"])
         if self.n_iter and self.tol > 0 and not cv < self.tol:
-            runaway = self._loss == "logistic" and self.fit_intercept
+            runaway = get_family(self._loss).unbounded_margin and self.fit_intercept
             hint = (
                 " An unpenalised intercept can run away under reweighting: set "
                 "penalize_intercept=True."

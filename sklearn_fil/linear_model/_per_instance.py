@@ -26,6 +26,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from sklearn_fil._leave_one_out import leave_one_out, squared_refits
+from sklearn_fil._losses import get_family
 from sklearn_fil.accounting import default_delta, per_instance_gaussian_epsilon
 from sklearn_fil.linear_model._base import CERTIFIED_FRACTION
 from sklearn_fil.utils._dask import is_dask, map_rows
@@ -160,7 +161,7 @@ def per_instance_columns(
         estimator.penalize_intercept,
     )
     if is_dask(X):
-        if exact and estimator._loss != "squared":
+        if exact and not get_family(estimator._loss).constant_curvature:
             raise ValueError(
                 "The exact leave-one-out sensitivity of the logistic loss needs "
                 "every example's refit over all rows; on Dask only its bound is "
