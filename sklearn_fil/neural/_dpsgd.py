@@ -396,15 +396,15 @@ class DPSGDClassifier(GuaranteeMixin, ClassifierMixin, BaseEstimator):
         Constrained one-hot groups, ``{name: [columns]}`` with each column a
         feature name or index, as in the GLMs, or ``"auto"`` to find the
         blocks that :class:`~sklearn.preprocessing.OneHotEncoder` writes
-        (:func:`~sklearn_fil.utils._onehot.detect_onehot_groups`; the groups
-        found are the fit's ``onehot_groups`` in :meth:`release`'s
-        parameters). The groups change only the FIL accounting, not the
-        training, but a layout read from the data is published with the
-        parameters, so with ``"auto"`` the guarantee assumes it public
-        (``"onehot_groups"`` in ``guarantee_.public``): it covers neighbours
-        whose one-hot columns have the same layout, which holds when every
-        level of every encoded column is known in advance (give the
-        encoder its ``categories``). Each group's columns must hold
+        (as :class:`~sklearn_fil.linear_model.OutputPerturbedLogisticRegression`
+        finds them; the groups found are the fit's ``onehot_groups`` in
+        :meth:`release`'s parameters). The groups change only the FIL
+        accounting, not the training, but a layout read from the data is
+        published with the parameters, so with ``"auto"`` the guarantee
+        assumes it public (``"onehot_groups"`` in ``guarantee_.public``): it
+        covers neighbours whose one-hot columns have the same layout, which
+        holds when every level of every encoded column is known in advance
+        (give the encoder its ``categories``). Each group's columns must hold
         0/1 values with exactly one 1 per row (checked before any work). A
         group ``G`` of ``k`` columns is one attribute measured on the tangent
         space ``{v : sum_{j in G} v_j = 0}`` of its constraint, of dimension

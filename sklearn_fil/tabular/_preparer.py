@@ -68,7 +68,7 @@ class TablePreparer(TransformerMixin, BaseEstimator):
 
     Attributes
     ----------
-    feature_names_in_ : ndarray of str of shape (n_features_in_,)
+    feature_names_in_ : ndarray of str of shape (`n_features_in_`,)
         The columns of the table seen in :meth:`fit`.
     n_features_in_ : int
         Their number.

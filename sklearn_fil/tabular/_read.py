@@ -16,9 +16,9 @@ def read_raw_csv(path, *, sep=None):
     """Read a CSV file as it is, its delimiter sniffed when not given.
 
     The file must be UTF-8 text (a byte-order mark is allowed) with a header
-    row. The delimiter is the one :class:`csv.Sniffer` finds in the first
+    row. The delimiter is the one ``csv.Sniffer`` finds in the first
     lines among ``,``, ``;``, tab and ``|``, or ``,`` when none is
-    consistent. No column is converted beyond what :func:`pandas.read_csv`
+    consistent. No column is converted beyond what ``pandas.read_csv``
     infers: :class:`TablePreparer` does the typing.
 
     Parameters
@@ -91,7 +91,7 @@ def _check_no_nul(path):
 
 
 def _sniff_separator(path):
-    """The delimiter :class:`csv.Sniffer` finds in the first lines; ``,`` if none."""
+    """The delimiter ``csv.Sniffer`` finds in the first lines; ``,`` if none."""
     with open(path, encoding="utf-8-sig", newline="") as stream:
         sample = stream.read(_SNIFF_CHARS)
     if len(sample) == _SNIFF_CHARS and "\n" in sample:
