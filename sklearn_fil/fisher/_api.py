@@ -166,29 +166,17 @@ def fisher_information_loss(
     True
     """
     if is_dask(X):  # data larger than memory: sklearn_fil.fisher._dask
-        from sklearn_fil.fisher._dask import dask_fisher_information_loss
+        from sklearn_fil.fisher._dask import dask_fisher_information_loss as run
 
         if loss_hessian is not None:
             raise ValueError(
                 "loss_hessian is for in-memory X: on a Dask array the Hessian's "
                 "Gram is computed in the same pass as every other sum."
             )
-        return dask_fisher_information_loss(
-            X,
-            y,
-            coef,
-            intercept,
-            loss=loss,
-            lam=lam,
-            sigma=sigma,
-            sample_weight=sample_weight,
-            penalize_intercept=penalize_intercept,
-            private_label=private_label,
-            onehot_groups=onehot_groups,
-            groups=groups,
-            chunk_size=chunk_size,
-        )
-    return _engine.fisher_information_loss(
+        in_memory = {}
+    else:
+        run, in_memory = _engine.fisher_information_loss, {"loss_hessian": loss_hessian}
+    return run(
         X,
         y,
         coef,
@@ -201,6 +189,6 @@ def fisher_information_loss(
         private_label=private_label,
         onehot_groups=onehot_groups,
         groups=groups,
-        loss_hessian=loss_hessian,
         chunk_size=chunk_size,
+        **in_memory,
     )
