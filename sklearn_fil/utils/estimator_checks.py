@@ -18,6 +18,7 @@ unfitted model, and a failed ``fit`` leaves no fitted state.
 # SPDX-License-Identifier: BSD-3-Clause
 
 import copy
+import dataclasses
 from numbers import Real
 
 import joblib
@@ -31,6 +32,7 @@ from sklearn_fil.utils._pipeline import release
 from sklearn_fil.utils._weights import WEIGHT_ATTRIBUTES, flatten_weights
 
 __all__ = [
+    "assert_same_release",
     "attack_checks",
     "check_attack_failed_fit_leaves_no_state",
     "check_attack_leaves_model_unchanged",
@@ -191,29 +193,60 @@ def check_release_same_on_neighbours(estimator):
     if params.get("fit_intercept") and "penalize_intercept" in params:
         # one class left: a free intercept would have no minimiser
         est.set_params(penalize_intercept=True)
-    if est.get_params().get("neighboring_relation") == "add_remove":
+    if params.get("neighboring_relation") == "add_remove":
         X2, y2 = X.iloc[1:], y.iloc[1:]
     else:
         X2, y2 = X.copy(), y.copy()
         X2.iloc[0] = -0.5 * X.iloc[0]
         y2.iloc[0] = 0
-    a = clone(est).fit(X, y).release()
-    b = clone(est).fit(X2, y2).release()
+    assert_same_release(clone(est).fit(X, y), clone(est).fit(X2, y2))
+
+
+def _release_fields(released):
+    """Every field of a release: the weights by their shapes (a network's
+    layer by layer), the guarantee field by field."""
     weights = {name for names in WEIGHT_ATTRIBUTES for name in names}
-    assert vars(a).keys() == vars(b).keys(), (vars(a).keys(), vars(b).keys())
-    for name in vars(a):
-        first, second = getattr(a, name), getattr(b, name)
-        if name in weights:  # a network's are lists of layers
-            shapes = [
-                [np.shape(w) for w in ws] if isinstance(ws, list) else np.shape(ws)
-                for ws in (first, second)
-            ]
-            assert shapes[0] == shapes[1], f"{name}: {shapes}"
-        else:
-            assert joblib.hash(first) == joblib.hash(second), (
-                f"release().{name} tells neighbouring data sets apart: "
-                f"{first!r} != {second!r}"
-            )
+    fields = {
+        name: (
+            value
+            if name not in weights
+            else [np.shape(w) for w in value]
+            if isinstance(value, list)
+            else np.shape(value)
+        )
+        for name, value in vars(released).items()
+    }
+    guarantee = released.guarantee_
+    for field in dataclasses.fields(guarantee):
+        fields[f"guarantee_.{field.name}"] = getattr(guarantee, field.name)
+    return fields
+
+
+def assert_same_release(a, b):
+    """Assert that two fitted estimators' releases differ only in the noise.
+
+    Every field of ``a.release()`` and ``b.release()`` is equal (by
+    :func:`joblib.hash`) except the weights' values; the weights have the
+    same shapes.
+
+    Parameters
+    ----------
+    a, b : estimator
+        Fitted private estimators, typically on neighbouring data sets with
+        one seed.
+
+    Raises
+    ------
+    AssertionError
+        Naming the first field that tells the two apart.
+    """
+    a, b = _release_fields(a.release()), _release_fields(b.release())
+    assert a.keys() == b.keys(), (a.keys(), b.keys())
+    for name in a:
+        assert joblib.hash(a[name]) == joblib.hash(b[name]), (
+            f"release().{name} tells neighbouring data sets apart: "
+            f"{a[name]!r} != {b[name]!r}"
+        )
 
 
 def check_failed_fit_leaves_no_state(estimator):

@@ -8,45 +8,19 @@ advance (``classes``) or declared public, and delta, the noise multiplier and
 every string of the guarantee come from public values only.
 """
 
-import dataclasses
-
-import joblib
 import numpy as np
 import pandas as pd
 import pytest
 
 from sklearn_fil.neural import DPSGDClassifier
 from sklearn_fil.utils._labels import LABEL_SET
-
-WEIGHTS = ("coefs_", "intercepts_")
+from sklearn_fil.utils.estimator_checks import assert_same_release
 
 
 def _data(n, d=2, classes=2, seed=0):
     rng = np.random.default_rng(seed)
     X = rng.normal(size=(n, d)) * 0.3
     return X, np.arange(n) % classes
-
-
-def _fields(released):
-    """Every field of a release, the weights by their shapes only."""
-    fields = {
-        name: [np.shape(w) for w in value] if name in WEIGHTS else value
-        for name, value in vars(released).items()
-    }
-    fields["get_params()"] = released.get_params()
-    guarantee = released.guarantee_
-    for field in dataclasses.fields(guarantee):
-        fields[f"guarantee_.{field.name}"] = getattr(guarantee, field.name)
-    return fields
-
-
-def _assert_same_release(a, b):
-    a, b = _fields(a.release()), _fields(b.release())
-    assert a.keys() == b.keys()
-    for name in a:
-        assert joblib.hash(a[name]) == joblib.hash(b[name]), (
-            f"release().{name} tells the neighbours apart: {a[name]!r} != {b[name]!r}"
-        )
 
 
 def _onehot(n, seed=0):
@@ -86,7 +60,7 @@ def test_replace_one_neighbours_give_the_same_release_fields(params, n_classes):
     assert a.guarantee_.holds
     assert LABEL_SET not in a.guarantee_.public
     assert a.coefs_[-1].shape[1] == (1 if n_classes == 2 else n_classes)
-    _assert_same_release(a, b)
+    assert_same_release(a, b)
 
 
 ADD_REMOVE = {
@@ -119,7 +93,7 @@ def test_add_remove_neighbours_give_the_same_release_fields(params):
     a = DPSGDClassifier(**est, **params).fit(X[:n], y[:n])
     b = DPSGDClassifier(**est, **params).fit(X, y)
     assert a.delta_ == 1 / (10 * n)
-    _assert_same_release(a, b)
+    assert_same_release(a, b)
 
 
 def test_issue_reproduction_label_set_given_or_declared():
@@ -132,7 +106,7 @@ def test_issue_reproduction_label_set_given_or_declared():
     est = dict(batch_size=10, max_iter=1, random_state=0)
     given = [DPSGDClassifier(**est, classes=[0, 1, 2]).fit(X, t) for t in (y, y2)]
     assert [g.release().coefs_[0].shape for g in given] == [(2, 3), (2, 3)]
-    _assert_same_release(*given)
+    assert_same_release(*given)
     # read from the data, the label set is what the guarantee assumes public
     read = DPSGDClassifier(**est).fit(X, y2)
     np.testing.assert_array_equal(read.classes_, [0, 1])
