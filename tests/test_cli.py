@@ -27,6 +27,7 @@ from sklearn_fil import (
 from sklearn_fil.accounting import default_delta
 from sklearn_fil.cli import main
 from sklearn_fil.report_io import sidecar_path
+from tests._tables import mixed_frame
 
 OPTIONS = [
     "--dataset",
@@ -338,26 +339,6 @@ def test_compas_raw_csv(tmp_path, capsys):
     assert sidecar["separator"] == ","
 
 
-def _mixed_frame(n=80, seed=0):
-    """Numbers, text and true/false columns, with missing values, and a label."""
-    rng = np.random.default_rng(seed)
-    frame = pd.DataFrame(
-        {
-            "age": rng.normal(40, 10, n).round(1),
-            "income": rng.integers(10, 100, n),
-            "colour": rng.choice(["red", "green", "blue"], n),
-            "member": rng.choice([True, False], n),
-            "score": rng.integers(0, 10, n).astype(str),
-        }
-    )
-    frame.loc[[1, 5, 9, 13, 40], "age"] = np.nan
-    frame.loc[[2, 3, 7, 21, 33, 50, 66], "colour"] = np.nan
-    frame.loc[[4, 8, 12], "score"] = "?"
-    signal = frame["income"] / 50 + (frame["colour"] == "red") + rng.normal(0, 1, n)
-    frame["y"] = np.where(signal > signal.median(), "yes", "no")
-    return frame
-
-
 def _expected_mixed_report(frame):
     """The mixed frame's report, preprocessed by hand with scikit-learn."""
     from sklearn.impute import SimpleImputer
@@ -383,7 +364,7 @@ def _expected_mixed_report(frame):
 
 def test_mixed_types_with_missing_values(tmp_path, capsys):
     csv, out_path = tmp_path / "mixed.csv", tmp_path / "mixed_fil.csv"
-    frame = _mixed_frame()
+    frame = mixed_frame()
     frame.to_csv(csv, index=False)
     assert main(["report", str(csv), "--target", "y", "--out", str(out_path)]) == 0
     out, _ = capsys.readouterr()
@@ -414,7 +395,7 @@ def test_mixed_types_with_missing_values(tmp_path, capsys):
 
 
 def test_semicolon_csv_is_sniffed(tmp_path, capsys):
-    frame = _mixed_frame()
+    frame = mixed_frame()
     comma, semicolon = tmp_path / "comma.csv", tmp_path / "semicolon.csv"
     frame.to_csv(comma, index=False)
     frame.to_csv(semicolon, index=False, sep=";")
@@ -431,7 +412,7 @@ def test_semicolon_csv_is_sniffed(tmp_path, capsys):
 
 def test_sep_overrides_sniffing(tmp_path, capsys):
     csv = tmp_path / "data.tsv"
-    _mixed_frame().to_csv(csv, index=False, sep="\t")
+    mixed_frame().to_csv(csv, index=False, sep="\t")
     out_path = tmp_path / "r.csv"
     assert (
         main(
@@ -457,7 +438,7 @@ def test_sep_overrides_sniffing(tmp_path, capsys):
 
 
 def test_index_and_id_columns_are_dropped_and_listed(tmp_path, capsys):
-    frame = _mixed_frame()
+    frame = mixed_frame()
     frame.insert(0, "id", np.arange(1000, 1000 + len(frame)))
     frame["PatientID"] = [f"P{i:04d}" for i in range(len(frame))]
     frame["site_id"] = np.arange(len(frame)) % 4  # an ID-like name, not distinct
@@ -481,7 +462,7 @@ def test_index_and_id_columns_are_dropped_and_listed(tmp_path, capsys):
 
 
 def test_drop_keep_and_categorical(tmp_path, capsys):
-    frame = _mixed_frame()
+    frame = mixed_frame()
     frame["id"] = np.arange(len(frame))
     frame["region"] = np.arange(len(frame)) % 3 + 1  # integer codes
     csv, out_path = tmp_path / "data.csv", tmp_path / "r.csv"
@@ -534,7 +515,7 @@ def test_uninformative_columns_are_dropped(tmp_path, capsys):
 
 def test_out_equal_to_input_is_refused(tmp_path, capsys, monkeypatch):
     csv = tmp_path / "data.csv"
-    _mixed_frame().to_csv(csv, index=False)
+    mixed_frame().to_csv(csv, index=False)
     before = csv.read_bytes()
     monkeypatch.chdir(tmp_path)
     for out in (str(csv), "data.csv", "./data.csv"):
@@ -549,7 +530,7 @@ def test_out_equal_to_input_is_refused(tmp_path, capsys, monkeypatch):
 
 def test_sidecar_equal_to_input_is_refused(tmp_path, capsys):
     table = tmp_path / "table.json"  # a CSV file with an unusual name
-    _mixed_frame().to_csv(table, index=False)
+    mixed_frame().to_csv(table, index=False)
     before = table.read_bytes()
     with pytest.raises(SystemExit) as exc_info:
         main(
@@ -652,7 +633,7 @@ def test_regression_reports_r2_and_its_baseline(tmp_path, capsys):
 
 
 def test_dropna_target(tmp_path, capsys):
-    frame = _mixed_frame()
+    frame = mixed_frame()
     frame.loc[[0, 10, 20], "y"] = np.nan
     csv, out_path = tmp_path / "data.csv", tmp_path / "r.csv"
     frame.to_csv(csv, index=False)
@@ -668,7 +649,7 @@ def test_dropna_target(tmp_path, capsys):
 
 
 def test_target_leak_is_flagged(tmp_path, capsys):
-    frame = _mixed_frame()
+    frame = mixed_frame()
     frame["outcome_code"] = frame["y"].map({"yes": "Y", "no": "N"})
     csv = tmp_path / "data.csv"
     frame.to_csv(csv, index=False)

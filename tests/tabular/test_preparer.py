@@ -15,26 +15,13 @@ from sklearn.preprocessing import StandardScaler
 from sklearn_fil import OutputPerturbedLogisticRegression
 from sklearn_fil.tabular import TablePreparer, read_raw_csv
 from sklearn_fil.tabular._leaks import threshold_share
+from tests._tables import mixed_frame
 
 
 def _mixed_frame(n=80, seed=0):
-    """Numbers, text and true/false columns, with missing values, and a label."""
-    rng = np.random.default_rng(seed)
-    frame = pd.DataFrame(
-        {
-            "age": rng.normal(40, 10, n).round(1),
-            "income": rng.integers(10, 100, n),
-            "colour": rng.choice(["red", "green", "blue"], n),
-            "member": rng.choice([True, False], n),
-            "score": rng.integers(0, 10, n).astype(str),
-        }
-    )
-    frame.loc[[1, 5, 9, 13, 40], "age"] = np.nan
-    frame.loc[[2, 3, 7, 21, 33, 50, 66], "colour"] = np.nan
-    frame.loc[[4, 8, 12], "score"] = "?"
-    signal = frame["income"] / 50 + (frame["colour"] == "red") + rng.normal(0, 1, n)
-    y = pd.Series(np.where(signal > signal.median(), "yes", "no"), name="y")
-    return frame, y
+    """The mixed table's features, and its label."""
+    frame = mixed_frame(n, seed)
+    return frame.drop(columns="y"), frame["y"]
 
 
 def test_mixed_types_are_imputed_scaled_and_one_hot_encoded():
