@@ -151,6 +151,21 @@ def small_work(rows, p):
         yield
 
 
+def check_squares_finite(largest, shape, sums, remedy):
+    """Refuse entries whose squares overflow float64 sums over ``shape`` rows.
+
+    ``largest`` is the largest magnitude in ``X``; ``sums`` names what adds
+    their squares (the Hessian's Gram, the FIL), ``remedy`` ends the error's
+    advice (``"."`` or another way out).
+    """
+    if not np.isfinite(largest * largest * shape[0] * shape[1]):
+        raise ValueError(
+            f"X has entries up to {largest:.3g} in magnitude: the sums of their "
+            f"squares in {sums} overflow float64. Rescale the features (e.g. "
+            f"with StandardScaler){remedy}"
+        )
+
+
 def penalty(p, n_eff, lam, fit_intercept, penalize_intercept):
     """Diagonal ``reg`` of the penalty's Hessian over the ``p`` weights."""
     reg = np.full(p, n_eff * lam)

@@ -23,7 +23,12 @@ from sklearn.utils import assert_all_finite
 from sklearn.utils.multiclass import check_classification_targets, type_of_target
 from sklearn.utils.validation import check_is_fitted, check_non_negative, validate_data
 
-from sklearn_fil._glm import fit_glm, row_parallel, small_work
+from sklearn_fil._glm import (
+    check_squares_finite,
+    fit_glm,
+    row_parallel,
+    small_work,
+)
 from sklearn_fil._losses import get_family
 from sklearn_fil._report import (
     attribute_fil_sd,
@@ -566,13 +571,8 @@ def _check_gram_finite(X, hint_data_norm, extremes=None):
     of a fit, in memory or on Dask).
     """
     largest = float(np.abs(_extremes(X) if extremes is None else extremes).max())
-    if not np.isfinite(largest * largest * X.shape[0] * X.shape[1]):
-        raise ValueError(
-            f"X has entries up to {largest:.3g} in magnitude: the sums of their "
-            "squares in the Hessian overflow float64. Rescale the features "
-            "(e.g. with StandardScaler)"
-            + (" or set data_norm." if hint_data_norm else ".")
-        )
+    remedy = " or set data_norm." if hint_data_norm else "."
+    check_squares_finite(largest, X.shape, "the Hessian", remedy)
 
 
 def _dask_weights(sample_weight, X):

@@ -21,6 +21,7 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from sklearn_fil import _backend
+from sklearn_fil._glm import check_squares_finite
 from sklearn_fil._report import privacy_report_frame, target_label
 from sklearn_fil.accounting import (
     Guarantee,
@@ -1463,12 +1464,8 @@ def _check_squares_finite(X):
         xp = _backend.namespace_of(X)
         high, low = xp.max(X), xp.min(X)
     largest = max(abs(float(high)), abs(float(low)))
-    if not np.isfinite(largest * largest * X.shape[0] * X.shape[1]):
-        raise ValueError(
-            f"X has entries up to {largest:.3g} in magnitude: the sums of their "
-            "squares in the Fisher information loss overflow float64. Rescale "
-            "the features (e.g. with StandardScaler), or set fil_accounting=False."
-        )
+    remedy = ", or set fil_accounting=False."
+    check_squares_finite(largest, X.shape, "the Fisher information loss", remedy)
 
 
 def _check_finite_fil(result):
