@@ -11,7 +11,13 @@ Both bounds here are the forms for *unbiased* attacks only.
 
 import numpy as np
 
-from sklearn_fil.accounting._validation import count, nonnegative_array, validate_params
+from sklearn_fil.accounting._validation import (
+    check_entries,
+    count,
+    nonnegative_array,
+    real_array,
+    validate_params,
+)
 
 
 @validate_params({"n_features": [None, count(1)]}, prefer_skip_nested_validation=True)
@@ -68,13 +74,8 @@ def mse_bound_rdp(epsilon, diameter, n_features=None):
     array([  inf, 0.727, 0.196])
     """
     eps = nonnegative_array(epsilon, "epsilon")
-    try:
-        diam = np.asarray(diameter, dtype=np.float64)
-    except (TypeError, ValueError) as exc:
-        raise ValueError(
-            "diameter must be a real number or a 1-D array of real numbers, "
-            f"got diameter={diameter!r}."
-        ) from exc
+    kind = "a real number or a 1-D array of real numbers"
+    diam = real_array(diameter, "diameter", kind)
     if diam.ndim > 1:
         raise ValueError(
             f"diameter must be a scalar or a 1-D array, got an array of shape "
@@ -82,15 +83,12 @@ def mse_bound_rdp(epsilon, diameter, n_features=None):
         )
     if diam.ndim == 1 and diam.size == 0:
         raise ValueError("diameter must not be empty, got diameter=[].")
-    bad = ~np.isfinite(diam) | (diam < 0)
-    if np.any(bad):
-        first = float(diam[bad].flat[0])
-        raise ValueError(f"diameter must be finite and >= 0, got diameter={first!r}.")
-    if n_features is not None:
-        if diam.ndim == 1 and diam.size != n_features:
-            raise ValueError(
-                f"n_features={n_features!r} does not match len(diameter)={diam.size}."
-            )
+    rule = "diameter must be finite and >= 0, got diameter={!r}."
+    check_entries(diam, ~np.isfinite(diam) | (diam < 0), rule)
+    if n_features is not None and diam.ndim == 1 and diam.size != n_features:
+        raise ValueError(
+            f"n_features={n_features!r} does not match len(diameter)={diam.size}."
+        )
 
     # (sum_i diam_i^2 / (4 d)) is a quarter of the mean squared diameter.
     numerator = 0.25 * float(np.mean(diam**2))
@@ -153,10 +151,7 @@ def mse_bound_fil(dfil):
     array([ inf, 1.  , 0.01])
     """
     eta = nonnegative_array(dfil, "dfil")
-    if np.any(np.isinf(eta)):
-        raise ValueError(
-            f"dfil must be finite, got dfil={float(eta[np.isinf(eta)].flat[0])!r}."
-        )
+    check_entries(eta, np.isinf(eta), "dfil must be finite, got dfil={!r}.")
     with np.errstate(divide="ignore", over="ignore"):
         bound = 1.0 / np.square(eta)
     if eta.ndim == 0:

@@ -52,17 +52,12 @@ class PrivacyBudget:
 
     Each :meth:`spend` adds a release (a fitted estimator, its
     :class:`Guarantee`, or a ``dp-accounting`` event) to a ledger and composes
-    the events of all releases so far with ``dp-accounting`` (privacy loss
-    distributions by default, Rényi DP as an option): :attr:`spent` is the ε
-    of the composition at the budget's δ. A release that would take it above
-    the budget's ε raises :class:`~sklearn_fil.exceptions.BudgetExceededError`
-    *before* anything is recorded, so the ledger is unchanged after the error.
-
-    The budget refuses to compose guarantees of another neighbouring relation
-    or group size than its own (an ε under add/remove and one under
-    replace-one are about different pairs of data sets), releases without a
-    guarantee (their ε is infinite: ``BudgetExceededError``) and guarantees
-    without an event.
+    the events of all releases so far with ``dp-accounting``: :attr:`spent` is
+    the ε of the composition at the budget's δ. A release that would take it
+    above the budget's ε raises
+    :class:`~sklearn_fil.exceptions.BudgetExceededError` and is not recorded.
+    The budget refuses guarantees of another neighbouring relation or group
+    size than its own, and guarantees without an event.
 
     Parameters
     ----------
@@ -71,11 +66,8 @@ class PrivacyBudget:
     delta : float
         The budget's δ, in (0, 1): the composition's ε is computed at it.
     accountant : {"pld", "rdp"}, default="pld"
-        ``"pld"``: dp-accounting's privacy loss distributions (tight; the
-        only one that composes Poisson-sampled DP-SGD under replace-one);
-        compositions of Gaussian mechanisms alone are composed exactly (one
-        Gaussian mechanism whose precision is the sum of theirs).
-        ``"rdp"``: dp-accounting's Rényi DP accountant (looser).
+        ``"pld"``: dp-accounting's privacy loss distributions (tight; Gaussian
+        mechanisms alone are composed exactly). ``"rdp"``: Rényi DP (looser).
     neighboring_relation : {"replace_one", "add_remove"}, default="replace_one"
         The relation of every guarantee composed.
 
@@ -99,17 +91,12 @@ class PrivacyBudget:
     Notes
     -----
     Events are composed as ``dp-accounting`` reads them (see
-    :class:`Guarantee`'s ``event_relation``): a Gaussian release is
-    ``GaussianDpEvent(noise_std / sensitivity)`` at unit distance, with the
-    sensitivity of the guarantee's relation folded in; Poisson-sampled DP-SGD
-    under replace-one needs dp-accounting's ``REPLACE_ONE`` privacy loss
-    distribution, which reads a plain ``GaussianDpEvent(m)`` as distance 2,
-    so next to such an event the Gaussian releases are composed as
-    ``GaussianDpEvent(2 m)`` (the same mechanism).
-
-    A budget limits what the releases it records may leak together; it does
-    not cover computations outside them (tuning on the same data,
-    data-dependent preprocessing, the privacy reports).
+    :class:`Guarantee`'s ``event_relation``); next to Poisson-sampled DP-SGD
+    under replace-one, a Gaussian release's ``GaussianDpEvent(m)`` is
+    composed as ``GaussianDpEvent(2 m)``, the same mechanism under
+    dp-accounting's ``REPLACE_ONE``. A budget does not cover computations
+    outside its releases (tuning on the same data, data-dependent
+    preprocessing, the privacy reports).
 
     Examples
     --------
@@ -161,29 +148,12 @@ class PrivacyBudget:
         self._spent = [0.0]  # composed ε after each prefix of the ledger
         self._cache = {}
 
-    # -- the budget's constants --------------------------------------------
-
-    @property
-    def epsilon(self):
-        """The budget's ε."""
-        return self._epsilon
-
-    @property
-    def delta(self):
-        """The budget's δ."""
-        return self._delta
-
-    @property
-    def accountant(self):
-        """The accountant, ``"pld"`` or ``"rdp"``."""
-        return self._accountant
-
-    @property
-    def neighboring_relation(self):
-        """The relation of every guarantee composed."""
-        return self._relation
-
-    # -- views ----------------------------------------------------------------
+    epsilon = property(lambda self: self._epsilon, doc="The budget's ε.")
+    delta = property(lambda self: self._delta, doc="The budget's δ.")
+    accountant = property(lambda self: self._accountant, doc="The accountant.")
+    neighboring_relation = property(
+        lambda self: self._relation, doc="The relation of every guarantee composed."
+    )
 
     @property
     def spent(self):
@@ -198,15 +168,10 @@ class PrivacyBudget:
     @property
     def ledger(self):
         """The releases so far, one row each, with the composed ε after it."""
+        columns = ["label", "epsilon", "delta", "mechanism"]
+        table = {c: [getattr(e, c) for e in self._entries] for c in columns}
         return pd.DataFrame(
-            {
-                "label": [e.label for e in self._entries],
-                "epsilon": [e.epsilon for e in self._entries],
-                "delta": [e.delta for e in self._entries],
-                "mechanism": [e.mechanism for e in self._entries],
-                "spent": self._spent[1:],
-            },
-            columns=["label", "epsilon", "delta", "mechanism", "spent"],
+            {**table, "spent": self._spent[1:]}, columns=[*columns, "spent"]
         )
 
     def __len__(self):
@@ -219,8 +184,6 @@ class PrivacyBudget:
             f"neighboring_relation={self._relation!r}; {len(self)} release(s), "
             f"spent={self.spent:.4g})"
         )
-
-    # -- spending -------------------------------------------------------------
 
     def epsilon_after(self, release, *, event_relation="add_remove"):
         """ε of the ledger composed with one more release, without recording it.
@@ -269,14 +232,13 @@ class PrivacyBudget:
         Parameters
         ----------
         release : estimator, Guarantee or dp_accounting.DpEvent
-            A fitted estimator with ``guarantee_`` (or its ``release()``, or
-            a pipeline that ends in one), a guarantee, or a bare event.
+            As in :meth:`epsilon_after` (an estimator may be its ``release()``
+            or a pipeline that ends in one).
         label : str, default=None
             Name of the release in :attr:`ledger`; by default the estimator's
             class name, or ``"release <i>"``.
         event_relation : {"add_remove", "replace_one"}, default="add_remove"
-            For a bare event only: the dp-accounting relation to compose it
-            under (see :class:`Guarantee`'s ``event_relation``).
+            As in :meth:`epsilon_after`.
 
         Returns
         -------
@@ -311,59 +273,51 @@ class PrivacyBudget:
         self._spent.append(total)
         return total
 
-    # -- internals ------------------------------------------------------------
-
     def _entry(self, release, label, event_relation):
         """The ledger entry of a release (None: no guarantee), after checks."""
         guarantee = _as_guarantee(release)
+        if label is None and guarantee is not None and guarantee is not release:
+            label = type(_final_estimator(release)).__name__
+        label = f"release {len(self._entries) + 1}" if label is None else str(label)
         if guarantee is None:  # a bare event
             if event_relation not in ACCOUNTING_RELATIONS:
                 raise ValueError(
                     f"event_relation must be one of {ACCOUNTING_RELATIONS}, got "
                     f"event_relation={event_relation!r}."
                 )
-            default = f"release {len(self._entries) + 1}"
             entry = _Entry(
-                label=default if label is None else str(label),
-                event=release,
-                event_relation=event_relation,
-                group_size=self._group_size(1),
-                epsilon=math.nan,
-                delta=math.nan,
-                mechanism=type(release).__name__,
+                label,
+                release,
+                event_relation,
+                self._group_size(1),
+                math.nan,
+                math.nan,
+                type(release).__name__,
             )
-            self._check_accountant(entry)
-            return entry
-        if not guarantee.holds:
+        elif not guarantee.holds:
             return None
-        if guarantee.neighboring_relation != self._relation:
+        elif guarantee.neighboring_relation != self._relation:
             raise ValueError(
                 "Cannot compose a guarantee under "
                 f"{guarantee.neighboring_relation!r} with a budget under "
                 f"{self._relation!r}: the two epsilons are about different pairs "
                 "of neighbouring data sets. Use a budget of the same relation."
             )
-        if guarantee.dp_event is None:
+        elif guarantee.dp_event is None:
             raise ValueError(
                 "The guarantee has no dp_event, so it cannot be composed with "
                 f"other releases: {guarantee}."
             )
-        group_size = self._group_size(guarantee.group_size)
-        if label is None:
-            label = (
-                type(_final_estimator(release)).__name__
-                if not isinstance(release, Guarantee)
-                else f"release {len(self._entries) + 1}"
+        else:
+            entry = _Entry(
+                label,
+                guarantee.dp_event,
+                guarantee.event_relation,
+                self._group_size(guarantee.group_size),
+                float(guarantee.epsilon),
+                float(guarantee.delta),
+                guarantee.mechanism,
             )
-        entry = _Entry(
-            label=str(label),
-            event=guarantee.dp_event,
-            event_relation=guarantee.event_relation,
-            group_size=group_size,
-            epsilon=float(guarantee.epsilon),
-            delta=float(guarantee.delta),
-            mechanism=guarantee.mechanism,
-        )
         self._check_accountant(entry)
         return entry
 
@@ -522,16 +476,11 @@ class _Score:
 class BudgetRefit:
     """The ``refit`` of a grid search that stays within a privacy budget.
 
-    Made by :func:`within_budget`; see there.
-
-    A search's ``refit`` is either the name of the metric that ranks the
-    candidates or a callable that picks one. A ``BudgetRefit`` is the
-    callable, and stands for the name too: it compares equal to, and hashes
-    as, ``"score"``, the key of the ranking scorer in ``scoring``. The
-    search's own ``score`` looks its scorer up as ``scorer_[refit]`` (a
-    plain callable there is a ``KeyError``: `scikit-learn#17058
-    <https://github.com/scikit-learn/scikit-learn/issues/17058>`_), and so
-    scores the refitted model with the scorer that ranked the candidates.
+    Made by :func:`within_budget`. It is the callable that picks a candidate,
+    and compares equal to and hashes as ``"score"``, the key of the ranking
+    scorer, because the search's own ``score`` looks its scorer up as
+    ``scorer_[refit]`` (`scikit-learn#17058
+    <https://github.com/scikit-learn/scikit-learn/issues/17058>`_).
 
     Parameters
     ----------
@@ -618,12 +567,11 @@ class BudgetRefit:
 def within_budget(budget, *, scoring=None):
     """A grid-search ``refit`` that picks the best model within a privacy budget.
 
-    A plain ``GridSearchCV`` over the noise or the regularisation picks the
-    most accurate candidate, which is usually the least private one. The
-    object returned here is a callable ``refit`` that picks the best-scoring
-    candidate among those that fit the budget, and carries, as ``.scoring``,
-    the scorers that put each fold model's ε (``"epsilon"``) and the budget's
-    composed ε if it were released (``"spent_after"``) into ``cv_results_``.
+    A callable ``refit`` that picks the best-scoring candidate among those that
+    fit the budget (a plain search picks the most accurate, usually the least
+    private), with, as ``.scoring``, the scorers that put each fold model's ε
+    (``"epsilon"``) and the budget's composed ε if it were released
+    (``"spent_after"``) into ``cv_results_``.
 
     Parameters
     ----------
@@ -638,9 +586,7 @@ def within_budget(budget, *, scoring=None):
     refit : BudgetRefit
         Pass it as ``refit=`` and its ``.scoring`` as ``scoring=``. It raises
         :class:`~sklearn_fil.exceptions.BudgetExceededError` when no candidate
-        fits, rather than refit one that does not. The search's ``predict``
-        and ``score`` then use the refitted model; ``score`` scores it with
-        the scorer that ranked the candidates (``scoring``).
+        fits.
 
     See Also
     --------
@@ -648,12 +594,9 @@ def within_budget(budget, *, scoring=None):
 
     Notes
     -----
-    The check uses the fold models, fitted on part of the data; the refit on
-    all of it has its own ε. For output perturbation more examples mean a
-    smaller sensitivity and so a smaller ε, but not every mechanism works so:
-    spend the refitted model (``budget.spend(search.best_estimator_)``),
-    which checks its own ε. The search itself looks at the data many times:
-    its choice is not covered by the budget (see :ref:`choosing_parameters`).
+    The check uses the fold models; the refit on all the data has its own ε:
+    spend it (``budget.spend(search.best_estimator_)``). The search's choice
+    itself is not covered by the budget (see :ref:`choosing_parameters`).
 
     Examples
     --------

@@ -1,14 +1,8 @@
-"""Privacy accounting for DP-SGD.
+"""Privacy accounting for DP-SGD, a Poisson-subsampled Gaussian mechanism.
 
-Each step of DP-SGD Poisson-samples every example with probability ``sample_rate``,
-clips each per-example gradient to norm at most ``max_grad_norm`` (``C``), sums them and
-adds ``N(0, (noise_multiplier C)^2 I)``: a Poisson-subsampled Gaussian mechanism.
-Norms and sensitivities here are in units of ``C``. The functions below give the
-epsilon of the whole run (:func:`dpsgd_epsilon`), the epsilon of each example from its
-own gradient norms (:class:`PerInstanceAccountant`, Yu et al. 2022), the largest norm
-left by GELU clipping (:func:`gelu_clip_max_norm`) and the subsampling factor of the
-Fisher information loss accounting of Guo et al. 2022
-(:func:`fil_subsampling_factor`).
+Each step samples every example with probability ``sample_rate``, clips each
+per-example gradient to norm ``max_grad_norm`` (``C``), sums them and adds
+``N(0, (noise_multiplier C)^2 I)``. Norms and sensitivities here are in units of ``C``.
 """
 
 # Authors: The sklearn-fil developers
@@ -47,7 +41,9 @@ from sklearn_fil.accounting._validation import (
     Hidden,
     Number,
     StrOptions,
+    check_entries,
     count,
+    real_array,
     validate_params,
 )
 
@@ -68,16 +64,16 @@ _SQRT_2PI = math.sqrt(2.0 * math.pi)
 
 
 # --------------------------------------------------------------------------------------
-# dp-accounting, imported on first use (it pulls in much of SciPy; see
-# ``_gaussian._gaussian_privacy_loss``).
+# RDP: dp-accounting's public RdpAccountant, and our vectorised kernels of the
+# same formulas (about 100 times faster; tested equal to dp-accounting's)
 
 
 def _poisson_gaussian_rdp(sample_rate, noise_multiplier, orders):
     """RDP at ``orders`` of the Poisson-subsampled Gaussian mechanism.
 
-    ``noise_multiplier`` is the noise standard deviation over the sensitivity.
-    Cached: a per-instance accountant needs one vector per norm level (about
-    25 ms each), and refits with the same settings need the same ones.
+    ``noise_multiplier`` is the noise over the sensitivity. Cached: a
+    per-instance accountant needs one vector per norm level, and refits the
+    same ones.
     """
     return _poisson_gaussian_rdp_cached(
         float(sample_rate), float(noise_multiplier), tuple(np.asarray(orders).tolist())
@@ -104,14 +100,7 @@ def _poisson_gaussian_rdp_integer(sample_rate, noise_multipliers, orders):
     ``log A_a = logsumexp_k [log C(a, k) + k log q + (a - k) log(1 - q) + (k^2 -
     k) / (2 sigma^2)]`` and ``RDP_a = log A_a / (a - 1)``, for ``0 < q < 1`` and
     ``sigma > 0``. The terms without ``sigma`` are computed once per ``(q,
-    orders)``, grouped by order size so that an order ``a`` costs ``a + 1``
-    terms. Equal to dp-accounting's value to rounding (1e-10 relative, tested).
-
-    dp-accounting's public path (one ``RdpAccountant`` per noise level,
-    :func:`_poisson_gaussian_rdp`) gives the same numbers about 100 times
-    more slowly: the 112 levels of GELU clipping at ``precision=0.01``, at
-    the 66 integer orders of a DP-SGD fit, took 4.6 s there against 45 ms
-    here (``q = 0.01``, 2-core VM): seconds per fit of the per-instance ε.
+    orders)``. Equal to dp-accounting's value to 1e-10 relative (tested).
 
     Returns
     -------
@@ -160,13 +149,9 @@ def _rdp_to_epsilon_rows(orders, rdp, delta):
     """Epsilon at ``delta`` of every row of RDP values, minimised over ``orders``.
 
     The conversion of ``dp_accounting.rdp.compute_epsilon`` (Canonne, Kamath &
-    Steinke 2020, Proposition 12), which ``RdpAccountant.get_epsilon`` uses,
-    vectorised over rows (examples; columns are orders) with its branches kept:
-    a negative RDP or one below the KL bound gives 0, orders up to 1.01 give no
-    bound. Tested equal to ``compute_epsilon`` row by row, which is about 100
-    times slower for the per-instance ε of many examples (a Python loop over
-    the orders of each row: 20,000 examples at 66 orders took 1.9 s there
-    against 17 ms here, 2-core VM).
+    Steinke 2020, Proposition 12), vectorised over rows (examples) with its
+    branches kept: a negative RDP or one below the KL bound gives 0, orders up
+    to 1.01 give no bound. Tested equal to ``compute_epsilon`` row by row.
     """
     orders = np.asarray(orders, dtype=np.float64)
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -184,28 +169,15 @@ def _default_rdp_orders():
     return np.array(DEFAULT_RDP_ORDERS, dtype=np.float64)
 
 
-# A pure function of hashable numbers, and slow (a PLD of Poisson sampling
-# under replace-one takes most of a second): every fit of an estimator with
-# the same settings reports the same epsilon, so an audit's thousands of
-# releases compute it once per process.
+# A pure function of hashable numbers, and slow: refits with the same
+# settings (an audit's thousands of releases) compute it once per process.
 @lru_cache(maxsize=256)
 def _accountant_epsilon(
     accountant, noise_multiplier, sample_rate, steps, delta, relation="add_remove"
 ):
-    """Epsilon of ``steps`` self-composed Poisson-subsampled Gaussian steps.
+    """Epsilon of the event of :func:`~sklearn_fil.accounting._events.dpsgd_event`.
 
-    ``noise_multiplier`` is the noise over the per-example norm bound. The
-    event is :func:`~sklearn_fil.accounting._events.dpsgd_event`'s, composed
-    by a fresh accountant of :func:`~sklearn_fil.accounting._events.
-    make_accountant`. Under ``relation="replace_one"`` dp-accounting's
-    ``REPLACE_ONE`` compares ``(1 - q) N(0) + q N(-1)`` with ``(1 - q) N(0) +
-    q N(+1)`` (in units of that bound): two examples of norm at most 1 in
-    opposite directions, distance 2 when both are sampled. With
-    ``sample_rate=1`` this is the Gaussian mechanism at distance 2, composed
-    as ``GaussianDpEvent(noise_multiplier / 2)`` under add-or-remove (unit
-    distance): the same mechanism, and a form both accountants support
-    (dp-accounting's RDP accountant ignores the relation for a plain
-    ``GaussianDpEvent``).
+    ``noise_multiplier`` is the noise over the per-example norm bound.
     """
     event, event_relation = dpsgd_event(noise_multiplier, sample_rate, steps, relation)
     if accountant == "pld":
@@ -264,24 +236,14 @@ def _check_orders(orders):
     """Return ``orders`` as a 1-D float64 array of finite orders > 1."""
     if orders is None:
         return _default_rdp_orders()
-    try:
-        array = np.asarray(orders, dtype=np.float64)
-    except (TypeError, ValueError) as exc:
-        raise ValueError(
-            f"orders must be a 1-D array of real numbers > 1, got orders={orders!r}."
-        ) from exc
+    array = real_array(orders, "orders", "a 1-D array of real numbers > 1")
     if array.ndim != 1 or array.size == 0:
         raise ValueError(
             f"orders must be a non-empty 1-D array, got an array of shape "
             f"{array.shape}."
         )
-    bad = ~np.isfinite(array) | (array <= 1.0)
-    if np.any(bad):
-        first = float(array[bad][0])
-        raise ValueError(
-            f"orders must be finite and > 1, got an order equal to {first!r}."
-        )
-    return array
+    rule = "orders must be finite and > 1, got an order equal to {!r}."
+    return check_entries(array, ~np.isfinite(array) | (array <= 1.0), rule)
 
 
 def _ceil_multiple(x, step):
@@ -338,11 +300,9 @@ def gelu_clip_max_norm(max_grad_norm=1.0):
     """Largest norm of a gradient smoothed by GELU clipping.
 
     GELU clipping (Guo et al. 2022, section 6.2) rescales a gradient ``g`` to
-    ``g / (GELU(||g|| / C - 1) + 1)`` with ``C = max_grad_norm`` and
-    ``GELU(x) = x Phi(x)``, a smooth stand-in for hard clipping
-    ``g / max(1, ||g|| / C)``. Unlike hard clipping it can leave a norm slightly above
-    ``C``; this returns the exact bound, the L2 sensitivity of a sum of GELU-clipped
-    gradients under adding or removing one example.
+    ``g / (GELU(||g|| / C - 1) + 1)``, ``C = max_grad_norm``, ``GELU(x) = x Phi(x)``;
+    it can leave a norm slightly above ``C``. This is the exact bound, the L2
+    sensitivity of a sum of GELU-clipped gradients under adding or removing one example.
 
     Parameters
     ----------
@@ -354,17 +314,10 @@ def gelu_clip_max_norm(max_grad_norm=1.0):
     max_norm : float
         ``C * max_{u >= 0} u / (GELU(u - 1) + 1)``, about ``1.1152 C``.
 
-    See Also
-    --------
-    dpsgd_epsilon : Takes this (in units of ``C``) as its ``sensitivity``.
-
     Notes
     -----
-    The map ``u -> u / (GELU(u - 1) + 1)`` rises from 0, peaks near ``u = 1.549`` and
-    decreases to 1 as ``u -> inf``. The peak is found as the root of its derivative
-    with :func:`scipy.optimize.brentq` (to a few ulps), then evaluated, so the
-    result is accurate to about ``1e-15`` relative. Guo et al. (2022) round it to
-    1.115.
+    The map ``u -> u / (GELU(u - 1) + 1)`` peaks near ``u = 1.549``, found as the
+    root of its derivative to a few ulps (Guo et al. (2022) round the peak to 1.115).
 
     References
     ----------
@@ -413,22 +366,16 @@ def dpsgd_epsilon(
 
     Each step releases the sum of the sampled examples' clipped gradients plus
     ``N(0, (noise_multiplier C)^2 I)``, every example being sampled independently with
-    probability ``sample_rate``. With per-example norms at most ``sensitivity C``, the
-    step is the Poisson-subsampled Gaussian mechanism with noise multiplier
-    ``noise_multiplier / sensitivity``; ``steps`` of them are composed by
-    ``dp_accounting``'s ``RdpAccountant`` or ``PLDAccountant`` under the
-    neighbouring relation given.
+    probability ``sample_rate``: with per-example norms at most ``sensitivity C``, the
+    Poisson-subsampled Gaussian mechanism with noise multiplier
+    ``noise_multiplier / sensitivity``. ``steps`` of them are composed by
+    ``dp_accounting``'s ``RdpAccountant`` or ``PLDAccountant``.
 
     Under ``"add_remove"`` one step's sum moves by at most ``sensitivity C``
     (the example is in it or not). Under ``"replace_one"`` (``n`` public, one
-    example swapped for another) it moves by up to ``2 sensitivity C`` when the
-    example is sampled: the two examples' clipped gradients may point in
-    opposite directions. The Poisson case is dp-accounting's ``REPLACE_ONE``
-    privacy loss distribution, which compares ``(1 - q) N(0, s^2) + q N(-1, s^2)``
-    with ``(1 - q) N(0, s^2) + q N(1, s^2)``, ``s = noise_multiplier /
-    sensitivity`` (checked in the tests: at ``q = 1`` it is the Gaussian
-    mechanism at distance 2). ``sample_rate=1`` is accounted as the Gaussian
-    mechanism at distance ``2 sensitivity`` (replace-one) or ``sensitivity``.
+    example swapped for another) it moves by up to ``2 sensitivity C``; the
+    Poisson case is dp-accounting's ``REPLACE_ONE`` privacy loss distribution,
+    and ``sample_rate=1`` the Gaussian mechanism at distance ``2 sensitivity``.
 
     Parameters
     ----------
@@ -447,8 +394,7 @@ def dpsgd_epsilon(
         Largest per-example norm in units of ``C``, > 0: 1 for hard clipping,
         :func:`gelu_clip_max_norm` for GELU clipping.
     accountant : {"rdp", "pld"}, default="rdp"
-        ``"rdp"``: Renyi DP composition (Mironov, Talwar & Zhang 2019) converted to
-        (epsilon, delta) as ``RdpAccountant.get_epsilon`` does. ``"pld"``: privacy
+        ``"rdp"``: Renyi DP (Mironov, Talwar & Zhang 2019); ``"pld"``: privacy
         loss distributions, tighter, pessimistically discretised.
 
         .. deprecated:: 0.1
@@ -457,24 +403,16 @@ def dpsgd_epsilon(
            :class:`PrivacyBudget`) in 0.2; not passing ``accountant`` warns.
     neighboring_relation : {"add_remove", "replace_one"}, default="add_remove"
         Neighbouring data sets differ by adding or removing one example
-        (``sample_rate`` and ``steps`` must then not depend on the data), or by
-        replacing one (``n`` public). ``"replace_one"`` with ``0 < sample_rate <
-        1`` needs ``accountant="pld"``: dp-accounting's RDP accountant has no
-        replace-one analysis of Poisson sampling, and a bound through
-        add/remove group privacy would be loose, so this raises a
-        ``ValueError`` rather than report a number that is not a guarantee.
+        (``sample_rate`` and ``steps`` must then not depend on the data, and
+        are public), or by replacing one (``n`` public). ``"replace_one"`` with
+        ``0 < sample_rate < 1`` needs ``accountant="pld"`` (``ValueError``
+        otherwise: dp-accounting's RDP accountant has no such analysis).
 
     Returns
     -------
     epsilon : float
         Smallest epsilon the accountant certifies at ``delta``; ``math.inf`` when
         ``noise_multiplier`` is 0 and ``steps`` > 0.
-
-    See Also
-    --------
-    PerInstanceAccountant : The same accounting for each example from its own
-        gradient norms.
-    gelu_clip_max_norm : Sensitivity of GELU clipping.
 
     References
     ----------
@@ -537,9 +475,7 @@ def dpsgd_dp_event(
     noise_multiplier : float
         Noise standard deviation in units of the clipping bound ``C``, > 0.
     sample_rate : float
-        Poisson sampling probability, in (0, 1]; ``1.0`` for no subsampling
-        (every example in every step, or one mechanism per epoch of shuffled
-        batches).
+        Poisson sampling probability, in (0, 1]; ``1.0`` for no subsampling.
     steps : int
         Number of steps (mechanisms), >= 0.
     sensitivity : float, default=1.0
@@ -550,21 +486,12 @@ def dpsgd_dp_event(
     Returns
     -------
     event : dp_accounting.DpEvent
-        ``SelfComposedDpEvent(PoissonSampledDpEvent(q, GaussianDpEvent(m)),
-        steps)`` with ``m = noise_multiplier / sensitivity``; without sampling
-        ``SelfComposedDpEvent(GaussianDpEvent(m), steps)``, with ``m`` halved
-        under replace-one (the step's sum moves by twice the bound).
+        ``steps`` self-composed ``PoissonSampledDpEvent(q, GaussianDpEvent(m))``,
+        ``m = noise_multiplier / sensitivity``; without sampling
+        ``GaussianDpEvent(m)``, ``m`` halved under replace-one.
     accounting_relation : {"add_remove", "replace_one"}
-        The neighbouring relation to give dp-accounting's accountant:
-        ``"replace_one"`` (``REPLACE_ONE``, PLD accountant only) for Poisson
-        sampling under replace-one, else ``"add_remove"``
-        (``ADD_OR_REMOVE_ONE``), under which a ``GaussianDpEvent(m)`` is the
-        Gaussian mechanism at unit distance.
-
-    See Also
-    --------
-    dpsgd_epsilon : The epsilon of this event.
-    dpsgd_noise_multiplier : The noise multiplier for a target epsilon.
+        The relation to give dp-accounting's accountant: ``"replace_one"`` for
+        Poisson sampling under replace-one (PLD only), else ``"add_remove"``.
 
     Examples
     --------
@@ -613,14 +540,10 @@ def dpsgd_noise_multiplier(
     """Noise multiplier of DP-SGD for a target epsilon.
 
     The smallest noise multiplier (to the calibration's tolerance) whose
-    epsilon, as :func:`dpsgd_epsilon` reports it with the same arguments, is at
-    most ``target_epsilon``. The search is dp-accounting's
-    :func:`dp_accounting.calibrate_dp_mechanism` over the event of
-    :func:`dpsgd_dp_event` (the very event whose epsilon is reported), with the
-    same accountant and neighbouring relation; where :func:`dpsgd_epsilon`
-    reports the exact epsilon of a Gaussian mechanism (the PLD accountant
-    without sampling), the noise is that mechanism's exact inverse,
-    :func:`gaussian_sigma`.
+    :func:`dpsgd_epsilon` with the same arguments is at most ``target_epsilon``:
+    dp-accounting's :func:`dp_accounting.calibrate_dp_mechanism` over the event
+    of :func:`dpsgd_dp_event`, or :func:`gaussian_sigma` where that epsilon is
+    the exact one of a Gaussian mechanism (PLD without sampling).
 
     Parameters
     ----------
@@ -651,27 +574,14 @@ def dpsgd_noise_multiplier(
         ``dpsgd_epsilon(noise_multiplier=noise_multiplier, ...) <=
         target_epsilon`` exactly as computed.
 
-    See Also
-    --------
-    dpsgd_epsilon : The epsilon of a noise multiplier.
-    gaussian_sigma : The same calibration for one Gaussian mechanism.
-
     Notes
     -----
-    The search brackets the answer between a noise whose epsilon is above the
-    target and one whose epsilon is at most the target: the latter starts from
-    the exact noise of the same steps without sampling, which can only be
-    less private. ``calibrate_dp_mechanism`` then runs Brent's method to a
-    tolerance of ``1e-5`` times the bracket's lower end and returns a value on
-    the private side. Its accountant is built once for the whole search (ten
-    times the PLD grid of the smallest noise in the bracket, see
-    :func:`dpsgd_epsilon`: ten times faster, and about ``1e-6`` relative
-    from the finer value); the reported epsilon uses the grid of the final
-    noise, and the noise is nudged upwards until that one is within the
-    target as well, and a few secant steps on the reported epsilon then
-    bring it within ``1e-4`` relative below the target where they can (the
-    PLD's epsilon is a step function of the noise on its grid).
-    Results are cached per argument set.
+    The bracket starts from the exact noise of the same steps without
+    sampling (less private). ``calibrate_dp_mechanism`` runs Brent's method to
+    ``1e-5`` times the bracket's lower end on a ten times coarser PLD grid;
+    the noise is then nudged up until the reported epsilon is within the
+    target, and a few secant steps bring it within ``1e-4`` relative below it
+    where they can. Results are cached per argument set.
 
     References
     ----------
@@ -701,19 +611,12 @@ def dpsgd_noise_multiplier(
     return unit * sensitivity
 
 
-# The search is dp-accounting's calibrate_dp_mechanism; what surrounds it is
-# ours. calibrate_dp_mechanism alone (its LowerEndpointAndGuess bracket, the
-# reported accountant) took 52-77 s against 3-5 s here for the PLD at q =
-# 0.01-0.02 and 300-1000 steps, and its noise is another point within its
-# tolerance: 4e-8 (RDP) to 2.5e-5 (PLD) relative from the reported noise.
-# Bracket widening and upward nudges of the DP-SGD calibration: each converges
-# in a few steps, the limits only guard against an endless loop.
+# The search is dp-accounting's calibrate_dp_mechanism, from our bracket; the
+# limits on bracket widening and nudges only guard against an endless loop.
 _MAX_BRACKET_STEPS = 200
 _CALIBRATION_RTOL = 1e-5
-# The search's PLD grid is this much coarser than the reported epsilon's:
-# about ten times faster, and its epsilon differs by about 1e-6 relative
-# (dp-accounting's connect-the-dots discretisation), which the final check
-# on the reported epsilon absorbs.
+# The search's PLD grid is this much coarser than the reported epsilon's (its
+# epsilon differs by about 1e-6 relative; the final check absorbs it).
 _SEARCH_GRID_FACTOR = 10.0
 # Secant steps on the reported epsilon after the search, until it is within
 # this relative distance below the target.
@@ -724,12 +627,11 @@ _REFINE_RTOL = 1e-4
 @lru_cache(maxsize=256)
 def _calibrated_noise(accountant, target, sample_rate, steps, delta, relation):
     """The calibrated noise over the per-example bound (see the public twin)."""
-    import dp_accounting
 
     def reported(m):
         return _accountant_epsilon(accountant, m, sample_rate, steps, delta, relation)
 
-    unit_event, event_relation = dpsgd_event(1.0, sample_rate, steps, relation)
+    unit_event, _ = dpsgd_event(1.0, sample_rate, steps, relation)
     # The same steps without sampling: the exact Gaussian noise for the target.
     exact, _ = dpsgd_event(1.0, 1.0, steps, relation)
     noise = gaussian_sigma(
@@ -737,15 +639,7 @@ def _calibrated_noise(accountant, target, sample_rate, steps, delta, relation):
     ) / gaussian_noise_multiplier(exact)
     if not (accountant == "pld" and gaussian_noise_multiplier(unit_event)):
         noise = _search_noise(
-            dp_accounting,
-            accountant,
-            target,
-            delta,
-            noise,
-            sample_rate,
-            steps,
-            relation,
-            event_relation,
+            accountant, target, delta, noise, sample_rate, steps, relation
         )
     # Whatever the calibration's accountant said, the reported epsilon decides.
     step = _CALIBRATION_RTOL * noise
@@ -786,19 +680,11 @@ def _refine(reported, target, noise):
     return noise
 
 
-def _search_noise(
-    dp_accounting,
-    accountant,
-    target,
-    delta,
-    guess,
-    sample_rate,
-    steps,
-    relation,
-    event_relation,
-):
+def _search_noise(accountant, target, delta, guess, sample_rate, steps, relation):
     """``calibrate_dp_mechanism`` over the DP-SGD event, from a bracket."""
-    from dp_accounting.mechanism_calibration import ExplicitBracketInterval
+    import dp_accounting
+
+    _, event_relation = dpsgd_event(1.0, sample_rate, steps, relation)
 
     def event(m):
         return dpsgd_event(m, sample_rate, steps, relation)[0]
@@ -831,7 +717,7 @@ def _search_noise(
                 event,
                 target,
                 delta,
-                bracket_interval=ExplicitBracketInterval(low, high),
+                bracket_interval=dp_accounting.ExplicitBracketInterval(low, high),
                 tol=_CALIBRATION_RTOL * low,
             )
         )
@@ -844,14 +730,11 @@ def _search_noise(
 class PerInstanceAccountant:
     """Per-example Renyi DP accountant for DP-SGD (Yu et al. 2022).
 
-    The privacy loss that one step of DP-SGD causes an example depends on that
-    example's clipped gradient norm ``r`` (in units of ``C``): the step is, for
-    it, the Poisson-subsampled Gaussian mechanism with noise multiplier
-    ``noise_multiplier / r``. Every step adds that mechanism's RDP to the example's
-    total -- whether or not the example was sampled, since the subsampling is part of
-    the mechanism -- and :meth:`epsilon` converts the totals to (epsilon, delta).
-    With every norm equal to ``sensitivity`` this is :func:`dpsgd_epsilon` with
-    ``accountant="rdp"``.
+    For an example of clipped gradient norm ``r`` (in units of ``C``) a step is
+    the Poisson-subsampled Gaussian mechanism with noise multiplier
+    ``noise_multiplier / r``; every step, sampled or not, adds its RDP to the
+    example's total. With every norm equal to ``sensitivity`` this is
+    :func:`dpsgd_epsilon` with ``accountant="rdp"`` (under add/remove).
 
     Parameters
     ----------
@@ -882,10 +765,6 @@ class PerInstanceAccountant:
     rdp : ndarray of shape (n_samples, n_orders)
         Accumulated RDP of each example at each order.
 
-    See Also
-    --------
-    dpsgd_epsilon : The worst-case epsilon, the same for all examples.
-
     Notes
     -----
     Rounding up (never to nearest) keeps each per-step RDP an upper bound for the
@@ -895,25 +774,16 @@ class PerInstanceAccountant:
     Proposition 12 of Canonne, Kamath & Steinke 2020, slightly tighter than the
     ``rdp + log(1/delta) / (alpha - 1)`` of Mironov 2017 used by Yu et al.).
 
-    The RDP vector of each rounded level is computed once and cached. Each example
-    keeps its current level and the step it reached it; when its norm changes level,
-    the steps spent at the old one are added at once, so a step costs O(examples
-    whose norms are given). What is added is a count of steps at a level, kept
-    sparsely: each example's RDP is ``sum_k c_k rdp(level_k)``, so its counts per
-    level are a sufficient statistic, and an example visits only the levels of
-    the norms it is given. The counts are exact integers in ``(level, count)``
-    slots, eight per example and then blocks of eight from a shared pool, about
-    50 bytes per example plus 44 per block (at most ``ceil(sensitivity /
-    precision) + 1`` slots per example). No RDP is computed during training: it is
-    formed on demand, counts times cached vectors, and :meth:`epsilon` converts it a
-    block of examples at a time, so that it needs no ``(n_samples, n_orders)``
-    array (:attr:`rdp` builds one).
+    The RDP vector of each rounded level is computed once and cached. Each
+    example's RDP is ``sum_k c_k rdp(level_k)``, ``c_k`` its steps at level
+    ``k``: these counts are kept exactly and sparsely (about 50 bytes per
+    example, :mod:`~sklearn_fil.accounting._dpsgd_histogram`), a step costs
+    O(examples whose norms are given), and the RDP is formed on demand a
+    block of examples at a time (:attr:`rdp` builds the whole array).
 
     The result is a guarantee for an example only if the norms given bound its
-    actual clipped gradient norm at every step. Yu et al. (2022) use the latest
-    norm known for each example (updated when it is sampled, or by occasional full
-    passes) and clip each example to that estimate to make this hold; with a
-    common clipping bound it is an estimate.
+    clipped gradient norm at every step (Yu et al. clip each example to its
+    last known norm); with a common clipping bound it is an estimate.
 
     References
     ----------
@@ -1018,10 +888,9 @@ class PerInstanceAccountant:
         Parameters
         ----------
         norms : array-like of shape (n_samples,) or (n_indices,), default=None
-            Clipped gradient norms in units of ``C`` (finite, >= 0; values above
-            ``sensitivity`` count as ``sensitivity``): of every example, or of
-            the examples ``indices``. The others keep their last norm (at
-            first, ``sensitivity``). None accounts the step at the last norms.
+            Clipped gradient norms in units of ``C`` (finite, >= 0, capped at
+            ``sensitivity``) of every example or of ``indices``; the others keep
+            their last norm (at first, ``sensitivity``). None: the last norms.
         indices : array-like of int of shape (n_indices,), default=None
             Examples whose norms are given; None means all.
 
@@ -1052,12 +921,7 @@ class PerInstanceAccountant:
         self : PerInstanceAccountant
             The accountant.
         """
-        try:
-            norms = np.asarray(norms, dtype=np.float64)
-        except (TypeError, ValueError) as exc:
-            raise ValueError(
-                f"norms must be an array of real numbers, got norms={norms!r}."
-            ) from exc
+        norms = real_array(norms, "norms")
         all_rows = indices is None
         if all_rows:
             shape = (self.n_samples,)
@@ -1077,10 +941,8 @@ class PerInstanceAccountant:
         if status == -1:
             raise ValueError(_INDICES_MSG.format(self.n_samples))
         if status == -2:
-            bad = norms[~np.isfinite(norms) | (norms < 0)]
-            raise ValueError(
-                f"norms must be finite and >= 0, got a norm equal to {float(bad[0])!r}."
-            )
+            rule = "norms must be finite and >= 0, got a norm equal to {!r}."
+            check_entries(norms, ~np.isfinite(norms) | (norms < 0), rule)
         hist.move(
             indices, all_rows, norms, self._n_steps, self.precision, self.sensitivity
         )
@@ -1098,9 +960,8 @@ class PerInstanceAccountant:
         Returns
         -------
         epsilon : ndarray of shape (n_samples,)
-            Each example's epsilon from its accumulated RDP, converted as
-            ``dp_accounting``'s ``RdpAccountant.get_epsilon`` does; 0 for an
-            example whose norms were all 0, and ``inf`` where the RDP is infinite.
+            Each example's epsilon from its accumulated RDP (as
+            ``RdpAccountant.get_epsilon`` converts it).
         """
         delta = float(delta)
         table = self._table()
@@ -1117,8 +978,7 @@ class PerInstanceAccountant:
         Returns
         -------
         nbytes : int
-            Size of the arrays of the sparse histograms (the cached RDP
-            vectors of the levels, a few kilobytes, excluded).
+            Size of the sparse histograms' arrays (cached RDP vectors excluded).
         """
         return self._hist.nbytes()
 
@@ -1128,11 +988,7 @@ class PerInstanceAccountant:
 
 
 def _gaussian_loss_quantile(sigma, sensitivity, delta):
-    """``epsilon`` with ``P[L > epsilon] = delta`` for the Gaussian privacy loss ``L``.
-
-    Under the output distribution with the example, ``L = log(p_in / p_out)`` is
-    ``N(mu, 2 mu)`` with ``mu = sensitivity^2 / (2 sigma^2)``.
-    """
+    """``epsilon`` with ``P[L > epsilon] = delta``, ``L ~ N(mu, 2 mu)``."""
     mu = sensitivity**2 / (2.0 * sigma**2)
     return mu - math.sqrt(2.0 * mu) * float(ndtri(delta))
 
@@ -1147,13 +1003,10 @@ def fil_subsampling_factor(
     """Subsampling factor kappa of the FIL accounting of DP-SGD (Guo et al. 2022).
 
     Guo et al. (2022, section 6.1, Theorem 4 and equation 4) bound the Fisher
-    information that a subsampled noisy gradient step carries about an example by
-    ``kappa`` times its expectation over the batch, with
-    ``kappa = q / (q + (1 - q) exp(-epsilon))`` when the step's Gaussian mechanism
-    (before subsampling) is epsilon-DP. The Gaussian mechanism is only
-    (epsilon, delta')-DP, so the bound may fail with probability ``delta'``; here
-    ``delta' = 1 / (n_samples * steps)``, so that the failure probability over all
-    steps is at most ``1 / n_samples`` (union bound), as in the paper.
+    information of a subsampled noisy gradient step about an example by ``kappa =
+    q / (q + (1 - q) exp(-epsilon))`` times its expectation over the batch, the
+    step's Gaussian mechanism being epsilon-DP except with probability ``delta' =
+    1 / (n_samples * steps)`` (at most ``1 / n_samples`` over the run).
 
     Parameters
     ----------
@@ -1172,48 +1025,27 @@ def fil_subsampling_factor(
     Returns
     -------
     kappa : float
-        The factor in ``[sample_rate, 1]`` by which to multiply the per-step Fisher
-        information of a sampled example, i.e. of ``(1 / sigma^2) J^T J`` with
-        ``sigma = noise_multiplier`` and ``J`` the Jacobian of its clipped
-        gradient in units of ``C``. 1.0 (no amplification) when
-        ``noise_multiplier`` is 0, ``sample_rate`` is 1 or ``n_samples * steps`` is
-        1 (``delta' = 1``).
-
-    See Also
-    --------
-    gaussian_epsilon : The (epsilon, delta) of the Gaussian mechanism, for comparison.
-    gelu_clip_max_norm : Sensitivity of GELU clipping.
+        The factor in ``[sample_rate, 1]`` on the per-step Fisher information
+        ``(1 / sigma^2) J^T J`` of a sampled example (``J`` the Jacobian of its
+        clipped gradient in units of ``C``). 1.0 when ``noise_multiplier`` is 0,
+        ``sample_rate`` is 1 or ``n_samples * steps`` is 1.
 
     Notes
     -----
-    The proof below needs the density ratio bound ``p_out >= exp(-epsilon) p_in``
-    everywhere except on a set of probability ``delta'`` under ``p_in``: a tail
-    bound on the privacy loss ``L = log(p_in / p_out)``, which for the Gaussian
-    mechanism is ``N(mu, 2 mu)`` with ``mu = sensitivity^2 / (2 sigma^2)``. So
-    ``epsilon = mu + sqrt(2 mu) Phi^-1(1 - delta')``, exact at any epsilon. (The
-    (epsilon, delta') of the hockey-stick divergence, e.g.
-    :func:`gaussian_epsilon`, is smaller and would understate ``kappa``: a
-    hockey-stick bound allows the ratio to fail on a set of larger probability.)
-    Guo et al. write Algorithm 1 (line 4) with the classical
-    ``epsilon = 1.115 * 2 sqrt(2 log(1.25 / delta)) / sigma`` instead, which
-    differs in two ways:
-
-    * the classical formula is only an (epsilon, delta) guarantee for epsilon < 1;
-    * the factor 2 is the sensitivity of a sum over a batch of fixed size ``B``
-      under replacing one example (their Theorem 4 samples ``B``-subsets and
-      compares batches that differ in one element). With Poisson sampling, as here,
-      the proof compares the batch with and without the example (add or remove
-      one), and the sensitivity is the largest clipped norm: 1 for hard clipping,
-      about 1.115 for GELU clipping.
-
-    The Poisson version of the proof: the output density is the mixture
-    ``q p_in + (1 - q) p_out`` in which only ``p_in`` depends on the example, so the
-    Fisher information is at most
-    ``q^2 integral (p_in')^2 / (q p_in + (1 - q) p_out)``; where
-    ``p_out >= exp(-epsilon) p_in`` this is ``kappa`` times ``q`` times the Fisher
-    information of ``p_in``, i.e. ``kappa`` times the expectation over the batch.
-    The "failure with probability delta'" is the paper's treatment of the points
-    where that ratio bound does not hold.
+    The output density is the mixture ``q p_in + (1 - q) p_out`` in which only
+    ``p_in`` depends on the example, so its Fisher information is at most
+    ``q^2 integral (p_in')^2 / (q p_in + (1 - q) p_out)``: ``kappa`` times the
+    expectation over the batch where ``p_out >= exp(-epsilon) p_in``. That
+    ratio bound fails with probability ``delta'`` under ``p_in`` for
+    ``epsilon = mu + sqrt(2 mu) Phi^-1(1 - delta')``, a tail of the privacy
+    loss ``L = log(p_in / p_out) ~ N(mu, 2 mu)``, ``mu = sensitivity^2 / (2
+    sigma^2)``. (The hockey-stick epsilon of :func:`gaussian_epsilon` is
+    smaller and would understate ``kappa``.) Guo et al.'s Algorithm 1 (line 4)
+    uses the classical ``epsilon = 1.115 * 2 sqrt(2 log(1.25 / delta)) /
+    sigma`` instead: a guarantee only below 1, and the factor 2 is the
+    sensitivity under replacing one example of a batch of fixed size; with
+    Poisson sampling, as here, the batch is compared with and without the
+    example, and the sensitivity is the largest clipped norm.
 
     References
     ----------

@@ -2,15 +2,11 @@
 
 The per-instance RDP of an example (Yu et al. 2022) after ``T`` steps is
 ``sum_k c_k rdp(level_k)``, with ``c_k`` the number of steps its rounded norm
-spent at level ``k``: the counts are a sufficient statistic, and the epsilon is
-a function of them alone. An example visits few of the levels (it changes
-level only when it is sampled or its norm is refreshed), so its nonzero counts
-are kept as ``(level, count)`` slots: :data:`INLINE_SLOTS` per example, then
-linked blocks of :data:`BLOCK_SLOTS` from a shared pool. This stores every
-count exactly in about 50 bytes per example plus 44 bytes per block of levels
-beyond the first eight (at most ``n_levels`` slots per example), instead of an
-``(n_samples, n_levels)`` or ``(n_samples, n_orders)`` float64 array, and the
-RDP is formed on demand, a block of examples at a time.
+spent at level ``k``. An example visits few levels, so its nonzero counts are
+kept exactly as ``(level, count)`` slots: :data:`INLINE_SLOTS` per example,
+then linked blocks of :data:`BLOCK_SLOTS` from a shared pool (about 50 bytes
+per example plus 44 per block), and the RDP is formed on demand, a block of
+examples at a time.
 
 Counts and step stamps are ``uint32`` (the accountant refuses a step beyond
 ``2**32 - 2``); levels take the smallest unsigned type that holds them.
@@ -126,13 +122,11 @@ def apply_norms(
 ):
     """Move examples to the levels of their new norms, from position ``start``.
 
-    The level of a norm ``x`` is ``ceil(min(x, sensitivity) / precision)``
-    corrected so that ``(k - 1) precision < x <= k precision`` as computed,
-    capped at ``top``. An example whose level changes has the steps spent at
-    its old level since its last change added to its histogram. ``slots`` is
-    ``(slot_level, slot_count, link)``. Returns ``(position, used)``: the
-    position reached (the number of norms when done; earlier when the pool
-    is full, with every example before it moved) and the pool blocks in use.
+    The level of ``x`` is ``_dpsgd._ceil_multiple(min(x, sensitivity),
+    precision)`` capped at ``top``; an example that changes level has the steps
+    at its old level added to its histogram. Returns ``(position, used)``: the
+    position reached (before the end when the pool is full) and the pool
+    blocks in use.
     """
     slot_level, slot_count, link = slots
     m = level.shape[0] if all_rows else indices.shape[0]
@@ -171,41 +165,35 @@ def pending_levels(level, since, n_steps, seen):
 
 @numba.njit(cache=True, nogil=True)
 def dense_rdp(start, n_steps, level, since, slots, pool, table, out):
-    """RDP of the examples ``start .. start + len(out)``, into ``out``.
-
-    Each row is ``sum_k c_k table[k]`` over the example's slots, plus the
-    steps pending at its current level; empty and zero-count terms are
-    skipped (so that an infinite RDP at an unreached level adds nothing).
-    """
+    """RDP of the examples ``start .. start + len(out)``, into ``out``: ``sum_k
+    c_k table[k]`` over the filled slots (an infinite RDP at an unreached level
+    adds nothing), plus the steps pending at the current level."""
     slot_level, slot_count, link = slots
     pool_level, pool_count, pool_next = pool
-    n_orders = table.shape[1]
     for r in range(out.shape[0]):
         i = start + r
-        for j in range(n_orders):
-            out[r, j] = 0.0
-        for s in range(slot_count.shape[1]):
-            c = slot_count[i, s]
-            if c == 0:
-                break
-            lv = slot_level[i, s]
-            for j in range(n_orders):
-                out[r, j] += c * table[lv, j]
+        out[r, :] = 0.0
+        _add_slots(out[r], slot_level[i], slot_count[i], table)
         b = link[i]
         while b >= 0:
-            for s in range(pool_count.shape[1]):
-                c = pool_count[b, s]
-                if c == 0:
-                    break
-                lv = pool_level[b, s]
-                for j in range(n_orders):
-                    out[r, j] += c * table[lv, j]
+            _add_slots(out[r], pool_level[b], pool_count[b], table)
             b = pool_next[b]
         pending = n_steps - np.int64(since[i])
         if pending > 0:
             lv = level[i]
-            for j in range(n_orders):
+            for j in range(table.shape[1]):
                 out[r, j] += pending * table[lv, j]
+
+
+@numba.njit(cache=True, nogil=True)
+def _add_slots(row, levels, counts, table):
+    """Add ``counts[s] * table[levels[s]]`` to ``row`` for each filled slot."""
+    for s in range(counts.shape[0]):
+        c = counts[s]
+        if c == 0:
+            break
+        for j in range(row.shape[0]):
+            row[j] += c * table[levels[s], j]
 
 
 class LevelHistograms:

@@ -1,19 +1,15 @@
 """dp-accounting events and accountants, built in one place.
 
-Every epsilon that sklearn-fil reports through dp-accounting, every ``dp_event_``
-an estimator exposes, every calibration and every :class:`PrivacyBudget` goes
-through the functions here, so the event that is composed is the event whose
-epsilon was reported.
-
-An event is composed under an *accounting relation*, the dp-accounting
+Every epsilon reported through dp-accounting, every ``dp_event_``, every
+calibration and every :class:`PrivacyBudget` goes through the functions here,
+so the event that is composed is the event whose epsilon was reported. An
+event is composed under an *accounting relation*, the dp-accounting
 ``NeighboringRelation`` given to the accountant:
 
 * ``"add_remove"`` (``ADD_OR_REMOVE_ONE``): a ``GaussianDpEvent(m)`` is the
-  Gaussian mechanism at unit distance with noise ``m``. The event of a Gaussian
-  release whose sensitivity (under whatever relation the guarantee names) is
-  ``Δ`` and whose noise is ``sigma`` is ``GaussianDpEvent(sigma / Δ)``: the relation of
-  the guarantee is already in ``Δ``, and both of dp-accounting's accountants read
-  the event the same way.
+  Gaussian mechanism at unit distance with noise ``m``. A Gaussian release of
+  sensitivity ``Δ`` (under the guarantee's relation) and noise ``sigma`` is
+  ``GaussianDpEvent(sigma / Δ)``, read alike by both accountants.
 * ``"replace_one"`` (``REPLACE_ONE``): only for Poisson-sampled DP-SGD under
   replace-one, which only the PLD accountant composes; there
   ``PoissonSampledDpEvent(q, GaussianDpEvent(m))`` compares ``(1 - q) N(0) + q
@@ -32,11 +28,9 @@ import math
 from contextlib import contextmanager
 
 ACCOUNTING_RELATIONS = ("add_remove", "replace_one")
-# The accountants, by name: dp-accounting's privacy loss distributions
-# (``PLDAccountant``, tight) and Renyi DP (``RdpAccountant``, looser, with no
-# replace-one analysis of Poisson sampling), built by make_accountant. The
-# default is every estimator's and PrivacyBudget's, and the DP-SGD
-# functions' from 0.2 (until then "rdp", with a FutureWarning).
+# The accountants of make_accountant: dp-accounting's privacy loss
+# distributions (tight) and Renyi DP (looser, no replace-one analysis of
+# Poisson sampling). The one default, also the DP-SGD functions' from 0.2.
 ACCOUNTANTS = ("pld", "rdp")
 DEFAULT_ACCOUNTANT = "pld"
 # dp-accounting's default PLD grid.
@@ -212,51 +206,47 @@ def smallest_noise(event):
     return min(values) if values else None
 
 
+def _map_gaussians(event, noise, error):
+    """``event`` with every ``GaussianDpEvent(m)`` made ``GaussianDpEvent(noise(m))``.
+
+    Only plain Gaussians (composed or self-composed) can be rewritten; anything
+    else raises ``ValueError(error.format(that event))``.
+    """
+    import dp_accounting
+
+    if isinstance(event, dp_accounting.NoOpDpEvent):
+        return event
+    if isinstance(event, dp_accounting.GaussianDpEvent):
+        return dp_accounting.GaussianDpEvent(noise(event.noise_multiplier))
+    if isinstance(event, dp_accounting.SelfComposedDpEvent):
+        inner = _map_gaussians(event.event, noise, error)
+        return dp_accounting.SelfComposedDpEvent(inner, event.count)
+    if isinstance(event, dp_accounting.ComposedDpEvent):
+        inner = [_map_gaussians(e, noise, error) for e in event.events]
+        return dp_accounting.ComposedDpEvent(inner)
+    raise ValueError(error.format(event))
+
+
 def as_replace_one(event):
     """A unit-distance (add/remove) event rewritten for a REPLACE_ONE PLD accountant.
 
     dp-accounting's PLD accountant reads ``GaussianDpEvent(m)`` under
     REPLACE_ONE as the Gaussian mechanism at distance 2, so the same mechanism
-    is ``GaussianDpEvent(2 m)`` there. Only plain Gaussians (composed or
-    self-composed) can be rewritten; a Poisson-sampled event under add/remove
-    has no replace-one form here, and raises ``ValueError``.
+    is ``GaussianDpEvent(2 m)`` there. A Poisson-sampled event under
+    add/remove has no replace-one form here, and raises ``ValueError``.
     """
-    import dp_accounting
-
-    if isinstance(event, dp_accounting.NoOpDpEvent):
-        return event
-    if isinstance(event, dp_accounting.GaussianDpEvent):
-        return dp_accounting.GaussianDpEvent(2.0 * event.noise_multiplier)
-    if isinstance(event, dp_accounting.SelfComposedDpEvent):
-        return dp_accounting.SelfComposedDpEvent(
-            as_replace_one(event.event), event.count
-        )
-    if isinstance(event, dp_accounting.ComposedDpEvent):
-        return dp_accounting.ComposedDpEvent([as_replace_one(e) for e in event.events])
-    raise ValueError(
-        f"The event {event!r} is accounted under add/remove and cannot be "
-        "composed with replace-one events: only Gaussian mechanisms at unit "
-        "distance can."
+    return _map_gaussians(
+        event,
+        lambda m: 2.0 * m,
+        "The event {!r} is accounted under add/remove and cannot be composed "
+        "with replace-one events: only Gaussian mechanisms at unit distance can.",
     )
 
 
 def scale_gaussian_event(event, factor):
-    """A Gaussian-only event with every noise multiplier divided by ``factor``.
-
-    The same mechanism at ``factor`` times the sensitivity.
-    """
-    import dp_accounting
-
-    if isinstance(event, dp_accounting.NoOpDpEvent):
-        return event
-    if isinstance(event, dp_accounting.GaussianDpEvent):
-        return dp_accounting.GaussianDpEvent(event.noise_multiplier / factor)
-    if isinstance(event, dp_accounting.SelfComposedDpEvent):
-        return dp_accounting.SelfComposedDpEvent(
-            scale_gaussian_event(event.event, factor), event.count
-        )
-    if isinstance(event, dp_accounting.ComposedDpEvent):
-        return dp_accounting.ComposedDpEvent(
-            [scale_gaussian_event(e, factor) for e in event.events]
-        )
-    raise ValueError(f"Not a composition of Gaussian mechanisms: {event!r}.")
+    """The same Gaussian-only mechanism at ``factor`` times the sensitivity."""
+    return _map_gaussians(
+        event,
+        lambda m: m / factor,
+        "Not a composition of Gaussian mechanisms: {!r}.",
+    )

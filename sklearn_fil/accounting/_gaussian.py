@@ -19,8 +19,10 @@ from sklearn_fil.accounting._per_instance_gaussian import per_instance_gaussian_
 from sklearn_fil.accounting._validation import (
     OPEN_UNIT,
     POSITIVE,
+    check_entries,
     count,
     nonnegative_array,
+    real_array,
     validate_params,
 )
 
@@ -35,19 +37,15 @@ _MAX_NUDGES = 200
 
 
 def _gaussian_privacy_loss(sigma, sensitivity):
-    """dp-accounting's exact Gaussian privacy loss (imported on first use:
-    dp-accounting pulls in much of SciPy, which would slow ``import
-    sklearn_fil`` and the command's ``--help`` by seconds)."""
+    """dp-accounting's exact Gaussian privacy loss (dp-accounting is imported
+    on first use everywhere: it would slow ``import sklearn_fil`` by seconds)."""
     from dp_accounting.pld.privacy_loss_mechanism import GaussianPrivacyLoss
 
     return GaussianPrivacyLoss(standard_deviation=sigma, sensitivity=sensitivity)
 
 
 def _delta_for_epsilon(epsilon, sigma, sensitivity):
-    """Exact δ(ε) of the Gaussian mechanism for a validated float64 array ``epsilon``.
-
-    Infinite ε gives δ = 0.
-    """
+    """Exact δ(ε) for a validated float64 array ``epsilon`` (0 at ε = inf)."""
     delta = np.zeros(epsilon.shape, dtype=np.float64)
     finite = np.isfinite(epsilon)
     if np.any(finite):
@@ -63,12 +61,10 @@ def _delta_for_epsilon(epsilon, sigma, sensitivity):
 def gaussian_delta(epsilon, *, sigma, sensitivity):
     """Exact δ(ε) of the Gaussian mechanism.
 
-    For a query of L2 sensitivity ``sensitivity`` released with isotropic Gaussian
-    noise of standard deviation ``sigma``, return the smallest δ such that the
-    mechanism is (ε, δ)-differentially private. This is the tight curve of Balle &
-    Wang (2018), i.e. the hockey-stick divergence between ``N(0, sigma**2)`` and
-    ``N(sensitivity, sigma**2)``; it is evaluated by ``dp_accounting``'s
-    ``GaussianPrivacyLoss`` (no sampling, a single release).
+    The smallest δ for which releasing a query of L2 sensitivity ``sensitivity``
+    with Gaussian noise of standard deviation ``sigma`` is (ε, δ)-DP: the tight
+    curve of Balle & Wang (2018), evaluated by ``dp_accounting``'s
+    ``GaussianPrivacyLoss``.
 
     Parameters
     ----------
@@ -126,10 +122,8 @@ def gaussian_delta(epsilon, *, sigma, sensitivity):
 def gaussian_epsilon(*, sigma, sensitivity, delta):
     """Smallest ε such that the Gaussian mechanism is (ε, δ)-DP.
 
-    Inverts the exact curve :func:`gaussian_delta`, which is continuous and strictly
-    decreasing in ε, as :func:`per_instance_gaussian_epsilon` does for one
-    sensitivity. The answer is finite for ``delta > 0`` unless ε exceeds the largest
-    double (``sensitivity / sigma`` above about 1.9e154).
+    Inverts the exact curve :func:`gaussian_delta`, which is strictly decreasing
+    in ε: :func:`per_instance_gaussian_epsilon` for one sensitivity.
 
     Parameters
     ----------
@@ -153,17 +147,12 @@ def gaussian_epsilon(*, sigma, sensitivity, delta):
 
     Notes
     -----
-    The result is meant as a guarantee, not an estimate: it is never below the root
-    of the exact curve, and within about 2e-12 relative above it for
-    ``sensitivity / sigma`` from 1e-8 to 1e15 (checked in 60-digit arithmetic). The
-    curve is evaluated in forms that do not cancel: its textbook form
-    ``Phi(a) - e^eps Phi(b)``, as dp-accounting evaluates it, loses up to 1e-7 of ε
-    for ``sensitivity / sigma`` near 1e-8 and from about 1e8, where a root finder on
-    it can stop below the true ε.
-
-    The classical bound ``sqrt(2 log(1.25/delta)) sensitivity / sigma`` of Dwork &
-    Roth (2014, Theorem A.1) is valid only when it is below 1, and is larger than
-    this tight value.
+    The result is a guarantee, never below the root of the exact curve (see
+    :func:`per_instance_gaussian_epsilon`): the curve's textbook form, as
+    dp-accounting evaluates it, cancels and loses up to 1e-7 of ε for
+    ``sensitivity / sigma`` near 1e-8 and from about 1e8. The classical
+    ``sqrt(2 log(1.25/delta)) sensitivity / sigma`` (Dwork & Roth 2014,
+    Theorem A.1) holds only below 1, and is larger.
 
     References
     ----------
@@ -196,11 +185,8 @@ def _gaussian_epsilon(sigma, sensitivity, delta):
 def gaussian_sigma(*, epsilon, delta, sensitivity):
     """Smallest noise for which the Gaussian mechanism is (ε, δ)-DP.
 
-    The analytic Gaussian mechanism of Balle & Wang (2018): the exact δ(ε) curve
-    of :func:`gaussian_delta` is inverted in ``sigma`` with a bracketing root
-    finder (:func:`scipy.optimize.brentq`), not the classical
-    ``sqrt(2 log(1.25/δ)) sensitivity / ε``, which holds only for ε < 1 and
-    adds more noise than needed.
+    The analytic Gaussian mechanism of Balle & Wang (2018): the exact curve of
+    :func:`gaussian_delta` is inverted in ``sigma`` (:func:`scipy.optimize.brentq`).
 
     Parameters
     ----------
@@ -225,11 +211,9 @@ def gaussian_sigma(*, epsilon, delta, sensitivity):
 
     Notes
     -----
-    δ(ε) only depends on ``sensitivity / sigma`` and decreases as ``sigma``
-    grows, so the root is unique. The root finder may stop on either side of
-    it; ``sigma`` is then nudged upwards in small, growing steps until the ε
-    that :func:`gaussian_epsilon` reports for it is at most ``epsilon``: the
-    calibrated noise never gives more than the target.
+    δ(ε) decreases as ``sigma`` grows, so the root is unique. The root finder
+    may stop on either side of it; ``sigma`` is then nudged upwards until the ε
+    that :func:`gaussian_epsilon` reports for it is at most ``epsilon``.
 
     References
     ----------
@@ -301,10 +285,9 @@ def _gaussian_sigma(epsilon, delta, sensitivity):
 def gaussian_rdp(alpha, *, sigma, sensitivity):
     """Rényi differential privacy of the Gaussian mechanism.
 
-    The Rényi divergence of order alpha between ``N(0, sigma**2 I)`` and
-    ``N(v, sigma**2 I)`` with ``||v|| = sensitivity`` is
-    ``alpha * sensitivity**2 / (2 sigma**2)``, so the Gaussian mechanism is
-    (alpha, ε)-RDP with that ε for every alpha > 1.
+    ``alpha * sensitivity**2 / (2 sigma**2)``, the Rényi divergence of order
+    alpha between ``N(0, sigma**2 I)`` and ``N(v, sigma**2 I)``, ``||v|| =
+    sensitivity``: the mechanism is (alpha, ε)-RDP with that ε.
 
     Parameters
     ----------
@@ -338,16 +321,9 @@ def gaussian_rdp(alpha, *, sigma, sensitivity):
     >>> gaussian_rdp([2, 4, 8], sigma=2.0, sensitivity=1.0)
     array([0.25, 0.5 , 1.  ])
     """
-    try:
-        orders = np.asarray(alpha, dtype=np.float64)
-    except (TypeError, ValueError) as exc:
-        raise ValueError(
-            f"alpha must be a real number > 1 or an array of them, got alpha={alpha!r}."
-        ) from exc
-    bad = np.isnan(orders) | (orders <= 1.0)
-    if np.any(bad):
-        first = float(orders[bad].flat[0])
-        raise ValueError(f"alpha must be > 1 (and not NaN), got alpha={first!r}.")
+    orders = real_array(alpha, "alpha", "a real number > 1 or an array of them")
+    rule = "alpha must be > 1 (and not NaN), got alpha={!r}."
+    check_entries(orders, np.isnan(orders) | (orders <= 1.0), rule)
     rdp = orders * (float(sensitivity) ** 2 / (2.0 * float(sigma) ** 2))
     if rdp.ndim == 0:
         return float(rdp)
@@ -390,16 +366,11 @@ def output_perturbation_sensitivity(*, n_samples, lam, row_norm):
 
     Notes
     -----
-    The objective is n times ``(1/n) sum_i loss + (lam / 2) ||w||^2``, whose
-    minimiser moves by at most ``2 row_norm / (n lam)`` under replace-one neighbouring
-    datasets: the objective is ``n lam``-strongly convex and the two objectives differ
-    by a function whose gradient is bounded by ``2 row_norm`` (Chaudhuri, Monteleoni &
-    Sarwate 2011, Corollary 8). The bound assumes the exact minimiser is released.
-
-    With ``row_norm = 1`` the sensitivity is ``2 / (n lam)`` and the released
-    ``w* + N(0, sigma**2 I)`` is (2, ε)-RDP with ``epsilon = 4 / (n lam sigma)**2``
-    (``gaussian_rdp(2, sigma=sigma, sensitivity=2 / (n lam))``), as used by Guo et al.
-    (2022, §7.1).
+    The objective is ``n lam``-strongly convex and two replace-one neighbours'
+    objectives differ by a function whose gradient is bounded by ``2 row_norm``
+    (Chaudhuri, Monteleoni & Sarwate 2011, Corollary 8); the number of examples
+    is public. The bound assumes the exact minimiser is released. Guo et al.
+    (2022, §7.1) use it with ``row_norm = 1`` and :func:`gaussian_rdp` at order 2.
 
     References
     ----------

@@ -41,10 +41,8 @@ def default_delta(n_samples):
 def check_delta(delta, n_samples):
     """``delta``, or :func:`default_delta` when None; warns when δ ≥ 1/n.
 
-    The warning is a :class:`~sklearn_fil.exceptions.PrivacyLeakWarning`: the
-    ε reported at such a δ is still what the accountant computes, but the
-    pair no longer protects individuals (a mechanism that publishes one
-    random example outright is (0, 1/n)-DP).
+    The warning is a :class:`~sklearn_fil.exceptions.PrivacyLeakWarning`: such
+    a pair no longer protects individuals.
 
     Parameters
     ----------
@@ -123,21 +121,17 @@ class Guarantee:
         Why there is no guarantee; None when it holds.
     dp_event : dp_accounting.DpEvent or None
         The mechanism as a ``dp-accounting`` event, to compose with other
-        releases (:class:`PrivacyBudget`) or other tools; None when there is
-        no guarantee or no event describes it.
+        releases (:class:`PrivacyBudget`); None when there is no guarantee or
+        no event describes it.
     event_relation : {"add_remove", "replace_one"} or None
         The dp-accounting ``NeighboringRelation`` to compose ``dp_event``
-        under. ``"add_remove"`` (``ADD_OR_REMOVE_ONE``): the event is the
-        mechanism at unit distance, its sensitivity folded into the noise
-        multiplier (``GaussianDpEvent(noise_std / sensitivity)`` for one
-        Gaussian release), so it holds for the ``neighboring_relation`` of
-        the guarantee whatever that is; both of dp-accounting's accountants
-        read it alike. ``"replace_one"`` (``REPLACE_ONE``): Poisson-sampled
-        DP-SGD under replace-one, which only the PLD accountant composes.
+        under. ``"add_remove"``: the mechanism at unit distance, its
+        sensitivity folded into the noise multiplier
+        (``GaussianDpEvent(noise_std / sensitivity)``), whatever the
+        guarantee's ``neighboring_relation``. ``"replace_one"``:
+        Poisson-sampled DP-SGD under replace-one (PLD accountant only).
     group_size : int
-        The number of examples the guarantee protects together: 1 for the
-        neighbouring relation itself, ``k`` for a group of ``k`` examples
-        (:meth:`group`).
+        The number of examples protected together (:meth:`group`).
 
     Examples
     --------
@@ -200,25 +194,18 @@ class Guarantee:
     def group(self, k):
         """The guarantee for groups of ``k`` examples (a user with ``k`` rows).
 
-        Two data sets that differ in ``k`` examples (``k`` replaced, or ``k``
-        added or removed, by the guarantee's relation) are joined by a chain
-        of ``k`` neighbours. The δ stays the guarantee's.
+        Two data sets that differ in ``k`` examples (by the guarantee's
+        relation) are joined by a chain of ``k`` neighbours; the δ stays the
+        guarantee's.
 
-        * A Gaussian mechanism (output perturbation, and DP-SGD without
-          sampling: one Gaussian mechanism per step or epoch) moves by at most
-          ``k`` times its sensitivity along the chain (triangle inequality;
-          under shuffling, the ``k`` rows may fall into several batches, whose
-          squared distances add up to at most ``(k Δ)^2``). Its ε is then
-          exact: the analytic Gaussian mechanism at sensitivity ``k Δ``, and
-          the event is the same one with its noise multipliers divided by
-          ``k``.
-        * Poisson-sampled DP-SGD: group privacy of the composed mechanism.
-          If it is (ε₁, δ₁)-DP, the chain gives (k ε₁, δ₁ (e^{k ε₁} - 1) /
-          (e^{ε₁} - 1))-DP for groups of ``k`` (Dwork & Roth 2014, Theorem
-          2.2; Vadhan 2017, Lemma 2.2); ε₁(δ₁) is the curve of the same event
-          (dp-accounting's PLD accountant), at the largest δ₁ that keeps the
-          group's δ at most the guarantee's. No event describes the result,
-          so its ``dp_event`` is None.
+        * A Gaussian mechanism (output perturbation, DP-SGD without sampling)
+          moves by at most ``k`` times its sensitivity along the chain: its ε
+          is exactly the analytic Gaussian mechanism's at sensitivity ``k Δ``,
+          its event the same one with its noise multipliers divided by ``k``.
+        * Poisson-sampled DP-SGD: if it is (ε₁, δ₁)-DP, the chain gives (k ε₁,
+          δ₁ (e^{k ε₁} - 1) / (e^{ε₁} - 1))-DP, at the largest δ₁ on the
+          event's PLD curve that keeps that δ at most the guarantee's. No
+          event describes the result (``dp_event`` is None).
 
         Parameters
         ----------

@@ -8,45 +8,22 @@
     \\delta(\\varepsilon) = \\Phi(\\mu/2 - \\varepsilon/\\mu)
         - e^{\\varepsilon} \\Phi(-\\mu/2 - \\varepsilon/\\mu)
 
-for every ``mu`` of an array in one pass: the interpolated start, the
-safeguarded Newton iteration on ``log delta(eps)`` and the upward nudge that
-makes ``delta(eps) <= delta`` hold as computed run entry by entry with no
-temporaries, the entries split over numba's threads. Each entry is computed
-alone, so the answers do not depend on the number of threads. The steps are
-those of the NumPy reference of the tests
+for every ``mu`` of an array: the interpolated start, safeguarded Newton on
+``log delta(eps)`` and the upward nudge that makes ``delta(eps) <= delta``
+hold as computed, entry by entry (so the answers do not depend on the number
+of threads). The steps are those of the NumPy reference of the tests
 (``tests/accounting/_epsilon_reference.py``), with two shortcuts that save
-evaluations of the curve (two erfc each, most of the cost):
+evaluations of the curve: a start within rounding of the root is first tried
+one nudge step up (:func:`newton`'s ``accept``), and the first nudge is at
+least the rounding of the computed root (:func:`rounding`).
 
-* a start within rounding of the root (a fine spline) is first tried one
-  nudge step up: when that one evaluation gives ``delta(eps) <= delta`` with
-  the root one step below (to within half a step, or the curve's rounding),
-  it is the answer, where Newton's step and one nudge would have ended
-  (:func:`newton`);
-* the first nudge is at least the rounding of the computed root
-  (:func:`rounding`), where that is above ``NUDGE_RTOL`` of it.
-
-The curve is evaluated in the form that does not cancel where it is used
-(:func:`delta_curve`): as written; with ``Phi(u) - Phi(v)`` by its series
-below ``SERIES_BELOW`` in ``mu`` and ε (as written, two numbers near
-``Phi(-eps/mu)`` cancelled to 1e-9 of themselves at ``mu = 1e-8``); and with
-``e^eps Phi(v) = phi(u) Phi(v) / phi(v)`` where ``e^eps`` overflows or
-``Phi(v)`` underflows (``exp(eps + log Phi(v))`` lost ε times the rounding,
-everything from ``mu ~ 1e8``). So the computed root is within about
-``1e-13`` of the exact one, and the answer, nudged ``1e-12`` above it, is
-never below it: checked against 60-digit arithmetic, it is 0.5e-12 to
-2e-12 above the root for ``mu`` from 1e-8 to 1e15 and δ down to 1e-17 (up
-to 1e-14 absolute where ε is near 0, and ``delta(eps)`` is checked below
-``delta`` by twice its rounding). The NumPy reference agrees to ``1e-12``.
-
-``Phi`` is evaluated as SciPy's ``ndtr`` does (Cephes), from ``erf`` near 0
-and ``erfc`` elsewhere, so that its lower tail is accurate to relative
-rounding; ``log Phi`` as SciPy's ``log_ndtr`` does, by the asymptotic series
-below ``-20``. Only the ``erf``, ``erfc``, ``exp``, ``expm1`` and ``log``
-underneath come from the C library instead of SciPy's and NumPy's: each is
-correct to about an ulp, so the curve moves by about its own rounding.
-
-Nothing here imports scikit-learn or SciPy; inputs are contiguous float64
-arrays and scalars.
+The curve is evaluated in forms that do not cancel (:func:`delta_curve`), so
+the computed root is within about ``1e-13`` of the exact one, and the answer
+never below it: checked against 60-digit arithmetic, 0.5e-12 to 2e-12 above
+the root for ``mu`` from 1e-8 to 1e15 and δ down to 1e-17. ``Phi`` and
+``log Phi`` are evaluated as SciPy's ``ndtr`` and ``log_ndtr`` do, on the C
+library's ``erf``, ``erfc``, ``exp`` and ``log`` (each correct to about an ulp).
+No scikit-learn or SciPy here; inputs are contiguous float64 arrays and scalars.
 """
 
 # Authors: The sklearn-fil developers
@@ -61,12 +38,9 @@ _SQRT1_2 = math.sqrt(0.5)
 _HALF_LOG_2PI = 0.5 * math.log(2.0 * math.pi)
 _INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
 _DBL_EPSILON = float(np.finfo(np.float64).eps)
-# Newton on log δ(ε) converges quadratically (checked against the scalar
-# inversion): a step below this fraction of min(ε, μ) leaves an error of
-# order its square. log δ bends on the scale of ε for small μ, of μ (one
-# unit of ε/μ - μ/2) for large: relative to ε alone, the step left up to
-# 3e-12 of ε at ε/μ ~ 3000. The tolerance sits above the rounding of the
-# curve near ε = 0.
+# Newton on log δ(ε) converges quadratically: a step below this fraction of
+# min(ε, μ) (log δ bends on the scale of ε for small μ, of μ for large)
+# leaves an error of order its square.
 STEP_RTOL = 1e-7
 MAX_ITER = 200
 # Above this ε, the second term of δ(ε) without e^ε (e^709 overflows).
@@ -76,12 +50,9 @@ _LOG_MAX = math.log(float(np.finfo(np.float64).max))
 # the smallest normal double: below it, fewer than 53 significant bits
 _TINY = float(np.finfo(np.float64).tiny)
 # Below this mu and eps, delta(eps) = [Phi(u) - Phi(v)] - (e^eps - 1) Phi(v),
-# the difference Phi(u) - Phi(v) by its series (:func:`phi_difference`):
-# Phi(u) - e^eps Phi(v) cancels to about 2 eps / mu^2 of its terms, which
-# moves the root by some 1e-15 / eps of itself (5e-8 at mu = 1e-8, delta =
-# 1e-17); this form cancels to about 2 (eps / mu)^2 (70 there). Above 0.1
-# the direct form is within 1e-13 of the root and cheaper: the series
-# converges as (eps / 2)^2k / (2k + 1)!.
+# the difference by its series (:func:`phi_difference`): Phi(u) - e^eps Phi(v)
+# cancels to about 2 eps / mu^2 of its terms (5e-8 of the root at mu = 1e-8),
+# this form to about 2 (eps / mu)^2. Above, the direct form is accurate enough.
 SERIES_BELOW = 0.1
 _SERIES_TERMS = 40
 MAX_NUDGES = 200
@@ -99,11 +70,8 @@ _BLOCK = 1024
 
 @numba.njit(cache=True, nogil=True)
 def ndtr(a):
-    """Standard normal CDF ``Phi(a)``, as SciPy's ``ndtr`` (Cephes) computes it.
-
-    ``0.5 + 0.5 erf(a / sqrt 2)`` for ``|a| < 1``, else ``0.5 erfc(|a| /
-    sqrt 2)`` reflected for ``a > 0``: relative rounding in the lower tail.
-    """
+    """Standard normal CDF ``Phi(a)``, as SciPy's ``ndtr`` (Cephes): from ``erf``
+    for ``|a| < 1``, else ``erfc`` (relative rounding in the lower tail)."""
     x = a * _SQRT1_2
     z = abs(x)
     if z < _SQRT1_2:
@@ -116,10 +84,7 @@ def ndtr(a):
 
 @numba.njit(cache=True, nogil=True)
 def log_ndtr(a):
-    """``log Phi(a)``, as SciPy's ``log_ndtr`` computes it for real ``a``.
-
-    Below ``-20`` the asymptotic series of :func:`tail_series`.
-    """
+    """``log Phi(a)`` as SciPy's ``log_ndtr``; below -20 by :func:`tail_series`."""
     if a > 6.0:
         return -ndtr(-a)
     if a > -20.0:
@@ -130,12 +95,8 @@ def log_ndtr(a):
 
 @numba.njit(cache=True, nogil=True)
 def tail_series(a):
-    """``Phi(a) |a| / phi(a) = 1 - 1/a^2 + 3/a^4 - ...`` for ``a <= -20``.
-
-    The asymptotic series, summed as SciPy's ``log_ndtr`` does until a term
-    no longer changes the sum (its terms decrease while ``2k - 1 < a^2``,
-    far beyond the few used here).
-    """
+    """``Phi(a) |a| / phi(a) = 1 - 1/a^2 + 3/a^4 - ...`` for ``a <= -20``, summed
+    as SciPy's ``log_ndtr`` does until a term no longer changes the sum."""
     last_total = 0.0
     rhs = 1.0
     numerator = 1.0
@@ -194,19 +155,11 @@ def series_form(eps, mu):
 def delta_curve(eps, mu):
     """``delta(eps)`` at ``mu = sensitivity / sigma`` and ``-delta'(eps)``.
 
-    The derivative is ``-e^eps Phi(v)``, ``v = -mu/2 - eps/mu`` (the density
-    terms cancel). Where ``e^eps`` overflows (``eps > EXP_SAFE``) or
-    ``Phi(v)`` underflows, to 0 or to a subnormal number (fewer digits, from
-    ``v = -37.5``), it is ``phi(u) Phi(v) / phi(v)``, ``u = mu/2 - eps/mu``:
-    ``e^eps phi(v) = phi(u)`` exactly, and the ratio is the asymptotic
-    series (``v < -37`` there). No ``eps`` in it: ``exp(eps + log Phi(v))``
-    lost ``eps`` times the rounding to the cancellation of its two terms
-    (everything from ``mu ~ 1e8``, where ``eps ~ 5e15``).
-
-    Below ``SERIES_BELOW`` in ``eps`` and ``mu`` (and ``Phi(v)`` normal),
-    ``delta = [Phi(u) - Phi(v)] - (e^eps - 1) Phi(v)``, the difference by
-    :func:`phi_difference`: accurate to a few ulps times ``(eps / mu)^2``
-    where the direct form loses ``2 eps / mu^2`` ulps.
+    The derivative is ``-e^eps Phi(v)``, ``v = -mu/2 - eps/mu``. Where
+    ``e^eps`` overflows or ``Phi(v)`` is subnormal it is ``phi(u) Phi(v) /
+    phi(v)``, ``u = mu/2 - eps/mu`` (``e^eps phi(v) = phi(u)`` exactly, the
+    ratio by :func:`tail_series`): ``exp(eps + log Phi(v))`` would lose
+    ``eps`` times the rounding. Below ``SERIES_BELOW`` the series form.
     """
     half = 0.5 * mu
     t = eps / mu
@@ -230,15 +183,11 @@ def newton(eps, mu, delta, log_delta, lo, hi, accept):
 
     ``[lo, hi]`` brackets the root; a step that leaves it, or is NaN, is
     replaced by bisection. Stops after a step below ``STEP_RTOL min(eps,
-    mu)`` (the value is that step's end) or once the bracket is a few ulps
-    wide.
-
-    With ``accept > 0`` (``eps`` is a start one nudge step ``accept`` above an
-    estimate of the root), ``eps`` itself is the answer when its evaluation
-    gives ``delta(eps) <= delta`` (by twice :func:`curve_rounding`) and puts
-    the root ``accept`` below it, to within ``max(accept / 2, 2 noise)``
-    (``noise`` of :func:`rounding`): where Newton's step and the first nudge
-    would have ended.
+    mu)`` or once the bracket is a few ulps wide. With ``accept > 0`` (``eps``
+    is one nudge step ``accept`` above an estimate of the root), ``eps`` is
+    the answer when ``delta(eps) <= delta`` (by twice :func:`curve_rounding`)
+    and the root lies ``accept`` below it, to within ``max(accept / 2, 2
+    noise)``: where Newton's step and the first nudge would have ended.
 
     Returns
     -------
@@ -284,13 +233,9 @@ def newton(eps, mu, delta, log_delta, lo, hi, accept):
 
 @numba.njit(cache=True, nogil=True, inline="always")
 def curve_rounding(eps, mu, value, slope):
-    """How far the computed ``delta(eps)`` is off by rounding, about.
-
-    Both terms of ``delta`` carry a few ulps of relative error, so ``delta``
-    is off by about ``ROUNDING`` times their sum: ``Phi(u) + e^eps Phi(v)
-    = value + 2 slope``, or in the series form ``(Phi(u) - Phi(v)) + (e^eps
-    - 1) Phi(v) = value + 2 (1 - e^-eps) slope``.
-    """
+    """About how far the computed ``delta(eps)`` is off by rounding:
+    ``ROUNDING`` times the sum of its two terms, ``value + 2 slope`` (series
+    form: ``value + 2 (1 - e^-eps) slope``)."""
     if series_form(eps, mu):
         return ROUNDING * (value - 2.0 * math.expm1(-eps) * slope)
     return ROUNDING * (value + 2.0 * slope)
@@ -298,11 +243,8 @@ def curve_rounding(eps, mu, value, slope):
 
 @numba.njit(cache=True, nogil=True, inline="always")
 def rounding(eps, mu, value, slope):
-    """How far the rounding of the computed curve moves its root, about:
-    :func:`curve_rounding` over the slope. Where ``delta`` is the
-    difference of two close numbers this is far above ``NUDGE_RTOL * eps``.
-    ``inf`` where the slope is 0 (or NaN): nothing is known.
-    """
+    """About how far rounding moves the computed root: :func:`curve_rounding`
+    over the slope (``inf`` where the slope is 0 or NaN)."""
     if not slope > 0.0:
         return np.inf
     return curve_rounding(eps, mu, value, slope) / slope
@@ -310,14 +252,9 @@ def rounding(eps, mu, value, slope):
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
 def nudge(eps, mu, delta, value, slope):
-    """First of ``eps + s, eps + 3s, eps + 7s, ...`` with ``delta(.) <=
-    delta`` as computed, by twice :func:`curve_rounding` (``inf`` if none
-    is, or the curve is NaN, within ``MAX_NUDGES``).
-
-    ``s = max(4 ulp(eps), NUDGE_RTOL eps, rounding)``, the rounding of the
-    root estimated from ``value`` and ``slope`` (the curve near ``eps``):
-    steps below it would be doubled until they reach it.
-    """
+    """First of ``eps + s, eps + 3s, eps + 7s, ...`` with ``delta(.) <= delta``
+    by twice :func:`curve_rounding` (``inf`` if none within ``MAX_NUDGES``);
+    ``s = max(4 ulp(eps), NUDGE_RTOL eps, rounding(eps, ...))``."""
     step = first_step(eps)
     noise = rounding(eps, mu, value, slope)
     if noise > step and noise < np.inf:  # a zero or NaN slope says nothing
@@ -347,33 +284,15 @@ def _spline_start(mu, upper, knots, coef, scale):
 
 @numba.njit(cache=True, nogil=True, parallel=True, error_model="numpy")
 def gaussian_epsilons(mu, mu0, z, delta, start, knots, coef, polish, out):
-    """ε of the Gaussian mechanism for every ``mu``, written to ``out``.
+    """ε of the Gaussian mechanism for every ``mu = sensitivity / sigma`` into ``out``.
 
-    Parameters
-    ----------
-    mu : ndarray of shape (n,)
-        ``sensitivity / sigma``, ``>= 0`` (``inf`` allowed).
-    mu0 : float
-        ``2 sqrt(2) erfinv(delta)``: ``mu <= mu0`` gives ε = 0.
-    z : float
-        ``Phi^{-1}(1 - delta)``; ``upper = max(mu^2/2 + mu z, 1e-8)`` brackets
-        the root from above (the privacy loss is ``N(mu^2/2, mu^2)``).
-    delta : float
-        Target δ in (0, 1).
-    start : float
-        Used when ``coef`` has no column: every entry starts from ``start``,
-        or from its ``upper`` when ``start`` is NaN.
-    knots : ndarray of shape (g,)
-        Evenly spaced knots in ``log mu`` of the starting spline.
-    coef : ndarray of shape (4, g - 1) or (4, 0)
-        The spline of ``log eps`` in ``log mu``, SciPy's ``PPoly.c`` layout.
-    polish : bool
-        Whether to nudge each ε upwards until ``delta(eps) <= delta`` as
-        computed (the starting grid is solved without).
-    out : ndarray of shape (n,)
-        Output: ε, ``0`` where ``mu <= mu0``, and ``inf`` where ``mu`` is
-        or where ``mu^2/2 + mu z`` overflows (ε above every double, from
-        ``mu`` about 1.9e154).
+    ``mu <= mu0 = 2 sqrt(2) erfinv(delta)`` gives 0, ``mu`` or ``mu^2/2 + mu z``
+    infinite gives ``inf``; ``upper = max(mu^2/2 + mu z, 1e-8)``, ``z = Phi^-1(1 -
+    delta)``, brackets the root from above (the privacy loss is ``N(mu^2/2,
+    mu^2)``). Each entry starts from the spline of ``log eps`` in ``log mu`` on
+    the evenly spaced ``knots`` (``coef`` in SciPy's ``PPoly.c`` layout) or,
+    when ``coef`` has no column, from ``start`` (its ``upper`` when NaN).
+    ``polish`` nudges each ε up until ``delta(eps) <= delta`` as computed.
     """
     n_blocks = (mu.shape[0] + _BLOCK - 1) // _BLOCK
     for blk in numba.prange(n_blocks):
@@ -382,11 +301,7 @@ def gaussian_epsilons(mu, mu0, z, delta, start, knots, coef, polish, out):
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
 def gaussian_epsilons_serial(mu, mu0, z, delta, start, knots, coef, polish, out):
-    """:func:`gaussian_epsilons` on the calling thread, for small arrays.
-
-    A parallel region wakes every thread; where the cores are busy the last
-    one may take a time slice (milliseconds) to start.
-    """
+    """:func:`gaussian_epsilons` on the calling thread, for small arrays."""
     for blk in range((mu.shape[0] + _BLOCK - 1) // _BLOCK):
         _block(mu, mu0, z, delta, start, knots, coef, polish, out, blk)
 
@@ -399,8 +314,7 @@ def _block(mu, mu0, z, delta, start, knots, coef, polish, out, blk):
     spline = coef.shape[1] > 0
     estimate = spline or not math.isnan(start)
     scale = (knots.shape[0] - 1) / (knots[-1] - knots[0]) if spline else 0.0
-    # two passes over the block, each a loop of independent entries that the
-    # processor overlaps (one pass per entry would be latency-bound): the
+    # two passes of independent entries (which the processor overlaps): the
     # starting points into ``out``, then the iterations
     for i in range(first, last):
         m = mu[i]
@@ -432,8 +346,7 @@ def _solve(eps, mu, delta, log_delta, upper, polish, estimate):
     """ε of one entry from ``eps``; see :func:`gaussian_epsilons`."""
     accept = 0.0
     if polish and estimate:
-        # the estimate is within rounding of the root: from one nudge step
-        # above it, the first evaluation usually confirms it as the answer
+        # one nudge step above the estimate, usually confirmed at once
         accept = first_step(eps)
         eps += accept
     eps, value, slope, done = newton(eps, mu, delta, log_delta, 0.0, upper, accept)

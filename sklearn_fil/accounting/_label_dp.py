@@ -18,7 +18,13 @@ from numbers import Real
 import numpy as np
 from scipy.special import log_ndtr
 
-from sklearn_fil.accounting._validation import POSITIVE, Number, validate_params
+from sklearn_fil.accounting._validation import (
+    POSITIVE,
+    Number,
+    check_entries,
+    real_array,
+    validate_params,
+)
 
 # Relative tolerance of the check that a full-gradient norm is at least the norm of
 # its attacked block: generous enough for norms computed in float32.
@@ -62,12 +68,7 @@ class LabelDPLowerBound:
 
 def _as_float_array(value, name, ndim):
     """``value`` as a finite float64 array of dimension ``ndim``."""
-    try:
-        array = np.asarray(value, dtype=np.float64)
-    except (TypeError, ValueError) as exc:
-        raise ValueError(
-            f"{name} must be an array of real numbers, got {name}={value!r}."
-        ) from exc
+    array = real_array(value, name)
     if array.ndim != ndim:
         raise ValueError(
             f"{name} must be a {ndim}-D array, got an array of shape {array.shape}."
@@ -78,17 +79,18 @@ def _as_float_array(value, name, ndim):
 
 
 def _check_rows(array, name, n_rows):
+    """``array`` after checking that it has one entry per row."""
     if array.shape != (n_rows,):
         raise ValueError(
             f"{name} must have shape ({n_rows},) (one entry per row of "
             f"coefficients), got shape {array.shape}."
         )
+    return array
 
 
 def _check_norms(norms, name, residual, block_norms):
     """Full-gradient norms are >= 0 and >= the norm of the attacked block."""
-    if np.any(norms < 0):
-        raise ValueError(f"{name} must be >= 0, got {float(norms[norms < 0][0])!r}.")
+    check_entries(norms, norms < 0, f"{name} must be >= 0, got {{!r}}.")
     block = residual * block_norms
     short = norms < block * (1.0 - _NORM_RTOL)
     if np.any(short):
@@ -100,6 +102,56 @@ def _check_norms(norms, name, residual, block_norms):
             "pass the norm of the unclipped per-example gradient over all "
             "parameters (not in units of max_grad_norm, not clipped)."
         )
+
+
+def _check_inputs(coefficients, proba, labels, grad_norms, flipped_grad_norms):
+    """The checked arrays of :func:`label_dp_lower_bound`, and the flipped norms."""
+    coef = _as_float_array(coefficients, "coefficients", 2)
+    n_rows, d = coef.shape
+    if n_rows == 0 or d == 0:
+        raise ValueError(
+            "coefficients must have at least one row and one column, got shape "
+            f"{coef.shape}."
+        )
+    proba = _check_rows(_as_float_array(proba, "proba", 1), "proba", n_rows)
+    if np.any((proba < 0) | (proba > 1)):
+        raise ValueError("proba must be in [0, 1].")
+    labels = _check_rows(_as_float_array(labels, "labels", 1), "labels", n_rows)
+    rule = "labels must be 0 or 1, got a label equal to {!r}."
+    check_entries(labels, (labels != 0) & (labels != 1), rule)
+    block_norms = np.linalg.norm(coef, axis=1)
+    residual0, residual1 = np.abs(proba - labels), np.abs(proba - (1.0 - labels))
+    norms0 = _as_float_array(grad_norms, "grad_norms", 1)
+    _check_norms(
+        _check_rows(norms0, "grad_norms", n_rows), "grad_norms", residual0, block_norms
+    )
+    if flipped_grad_norms is None:
+        if np.any(residual0 == 0):
+            r = int(np.flatnonzero(residual0 == 0)[0])
+            raise ValueError(
+                f"proba[{r}] equals labels[{r}], so the flipped label's gradient "
+                "norm cannot be derived from grad_norms; pass flipped_grad_norms."
+            )
+        norms1 = norms0 * (residual1 / residual0)
+    else:
+        norms1 = _as_float_array(flipped_grad_norms, "flipped_grad_norms", 1)
+        _check_rows(norms1, "flipped_grad_norms", n_rows)
+        _check_norms(norms1, "flipped_grad_norms", residual1, block_norms)
+    return coef, proba, labels, norms0, norms1
+
+
+def _batch_ids(batches, n_rows):
+    """Each row's batch index (``numpy.unique`` order) and the number of batches."""
+    if batches is None:
+        return np.zeros(n_rows, dtype=np.intp), 1
+    batches = np.asarray(batches)
+    if batches.shape != (n_rows,):
+        raise ValueError(
+            f"batches must have shape ({n_rows},) (one entry per row of "
+            f"coefficients), got shape {batches.shape}."
+        )
+    uniques, batch_ids = np.unique(batches, return_inverse=True)
+    return batch_ids.reshape(-1), uniques.size
 
 
 def _batch_lower_bounds(coef, u0, u1, labels, scale, delta):
@@ -157,22 +209,16 @@ def label_dp_lower_bound(
 ):
     """Lower bound on the label-DP epsilon of a DP-SGD step (Yuan et al., Alg. 2).
 
-    Threat model: an honest-but-curious adversary sees the released noisy gradient
-    of one layer ``W`` (``d`` weights) for a batch of ``N`` examples, knows the
-    batch and the model, hence the coefficient matrix
-    ``C = [dZ[1]/dW, ..., dZ[N]/dW]`` of shape ``(d, N)`` (``Z[r]`` is the logit of
-    example ``r``), but not the binary labels. For the sigmoid output with log loss
-    the per-example gradient is ``(p[r] - y[r]) dZ[r]/dW``; DP-SGD clips the full
-    per-example gradient (all layers) of norm ``n[r]`` by
-    ``f[r] = min(1, C_clip / n[r])`` and releases
-    ``G = (1 / N) (C u + e)`` for the attacked layer, ``u[r] = f[r] (p[r] - y[r])``
-    and ``e ~ N(0, (sigma C_clip)^2 I)``. The attack (Algorithm 1) solves the least
-    squares problem ``min ||C x - G||`` and predicts ``y[r] = 1`` when the
-    ``r``-th component ``a_r^T G`` of the solution is negative, ``a_r^T`` being
-    row ``r`` of the pseudo-inverse of ``C`` (``(C^T C)^-1 C^T`` when ``C`` has
-    full column rank, as in the paper). ``D_0`` is the given labels and
-    ``D_1[r]`` flips label ``r``: ``p[r] - y[r]`` becomes ``p[r] - (1 - y[r])``
-    and the clipping factor is recomputed from the flipped gradient's norm.
+    Threat model: the adversary sees the released noisy gradient of one layer
+    ``W`` for a batch of ``N`` examples and knows the batch and the model, hence
+    ``C = [dZ[1]/dW, ..., dZ[N]/dW]`` (``Z[r]`` the logit of example ``r``), but
+    not the binary labels. With a sigmoid output and log loss, DP-SGD releases
+    ``G = (1 / N) (C u + e)``, ``u[r] = f[r] (p[r] - y[r])``, ``f[r] = min(1,
+    C_clip / n[r])`` for the full per-example gradient norm ``n[r]`` and ``e ~
+    N(0, (sigma C_clip)^2 I)``. The attack (Algorithm 1) solves ``min ||C x -
+    G||`` and predicts ``y[r] = 1`` when ``a_r^T G < 0``, ``a_r^T`` row ``r`` of
+    the pseudo-inverse of ``C``. ``D_0`` is the given labels and ``D_1[r]``
+    flips label ``r`` (its clipping factor recomputed from the flipped norm).
 
     Parameters
     ----------
@@ -185,13 +231,10 @@ def label_dp_lower_bound(
     labels : array-like of shape (n_rows,)
         Binary labels ``y[r]`` of ``D_0``, 0 or 1.
     grad_norms : array-like of shape (n_rows,)
-        L2 norm of the unclipped per-example gradient of the loss with respect to
-        all the clipped parameters (every layer), under ``labels``:
-        ``|p[r] - y[r]| * ||dZ[r]/dtheta||``. In the units of the weights, not of
-        ``max_grad_norm``. For a network, ``||dZ[r]/dtheta||^2`` is the sum over
-        its layers of the squared row norms of
-        ``sklearn_fil.attacks.gradient_label_inputs(model, X, layer=l)``'s
-        ``coefficients`` (weights and biases).
+        L2 norm of the unclipped per-example gradient over all the clipped
+        parameters (every layer), under ``labels``: ``|p[r] - y[r]| *
+        ||dZ[r]/dtheta||``, in the units of the weights (for a network, summed
+        over the layers of ``sklearn_fil.attacks.gradient_label_inputs``).
     noise_multiplier : float
         DP-SGD noise multiplier ``sigma`` > 0: the summed clipped gradients get
         noise of standard deviation ``sigma * max_grad_norm``.
@@ -212,20 +255,15 @@ def label_dp_lower_bound(
     Returns
     -------
     result : LabelDPLowerBound
-        Frozen dataclass with ``epsilon`` (the bound: the largest ``LB[r]``, at
-        least 0), ``per_example`` (``LB[r]``, ``-inf`` where
-        ``p0[r] <= delta``), ``p0``, ``p1``, ``example`` (the row attaining the
-        bound), ``batch_epsilon`` (per batch, in the order of
-        ``numpy.unique(batches)``) and ``delta``.
+        Frozen dataclass: ``epsilon`` (the bound), ``per_example``, ``p0``,
+        ``p1``, ``example``, ``batch_epsilon`` and ``delta``.
 
     Raises
     ------
     ValueError
-        If an array has the wrong shape or non-finite entries, ``labels`` are not
-        0 or 1, ``proba`` is outside [0, 1], a norm is negative or smaller than
-        the attacked block's own norm, ``proba`` equals ``labels`` somewhere
-        without ``flipped_grad_norms``, ``noise_multiplier`` or
-        ``max_grad_norm`` is not > 0, or ``delta`` is not in [0, 1).
+        On a bad array (shape, non-finite entries, labels not 0 or 1, ``proba``
+        outside [0, 1], a norm below the attacked block's), ``proba == labels``
+        without ``flipped_grad_norms``, or a parameter out of range.
 
     See Also
     --------
@@ -240,43 +278,23 @@ def label_dp_lower_bound(
         p0[r] = Phi((-1)^y[r] a_r^T G_0    / (s ||a_r||))
         p1[r] = Phi((-1)^y[r] a_r^T G_1[r] / (s ||a_r||))
 
-    where ``G_0`` and ``G_1[r] = G_0 + (f1[r] (p[r] - 1 + y[r]) - f0[r] (p[r] -
-    y[r])) dZ[r]/dW / N`` are the noise-free averaged clipped gradients of the
-    two datasets, and ``f0``, ``f1`` the clipping factors from ``grad_norms``
-    and ``flipped_grad_norms``. ``N`` cancels: any divisor of the sum (the batch
-    size, or ``q n`` under Poisson sampling) gives the same probabilities. The
-    sign ``(-1)^y`` is the paper's: the attack predicts 1 when ``a_r^T G < 0``.
-    When ``C`` has full column rank, ``a_r^T G_0 = f0[r] (p[r] - y[r]) / N``, so
-    ``p0[r] >= 1/2 >= p1[r]`` and the bound grows as ``sigma`` falls. Without
-    full column rank (``d < N``, or dead ReLU units) the minimum-norm least
-    squares solution (pseudo-inverse, singular values cut as in
-    :func:`numpy.linalg.lstsq`) is used; the other examples then leak into
-    ``a_r^T G``, neither inequality need hold and the bound need not be
-    monotone in ``sigma``. A row that the attack does not see at all (``a_r =
-    0``, e.g. ``dZ[r]/dW = 0``) gets the coin-flip convention ``p0 = p1 = 1/2``.
+    where ``G_0`` and ``G_1[r]`` are the noise-free averaged clipped gradients
+    of the two datasets (``N`` cancels). With full column rank ``p0[r] >= 1/2
+    >= p1[r]``; without (``d < N``, dead ReLU units) the pseudo-inverse, cut as
+    in :func:`numpy.linalg.lstsq`, lets the other examples leak into ``a_r^T
+    G`` and the bound need not be monotone in ``sigma``. A row the attack does
+    not see (``a_r = 0``) gets ``p0 = p1 = 1/2``.
 
-    ``LB[r] = log((p0[r] - delta) / p1[r])`` is evaluated with
-    ``scipy.special.log_ndtr`` so that it stays accurate when ``p1`` is tiny.
-    Because any fixed event ``O`` satisfies
-    ``P[A(D_0) in O] <= exp(epsilon) P[A(D_1) in O] + delta`` under
-    (epsilon, delta)-DP, ``LB[r]`` is a lower bound on the epsilon of the step,
-    and so is ``epsilon``; a value above the accountant's epsilon of the same
-    step would reveal a bug (in the accountant or here). Label DP replaces one
-    label, and the two clipped gradients of a flipped example point in opposite
-    directions, so the sum's sensitivity is ``2 C_clip``, not ``C_clip``: compare
-    with ``dpsgd_epsilon(noise_multiplier=sigma, sample_rate=1.0, steps=1,
-    delta=delta, sensitivity=2.0)``. The bound is for one step given its
-    weights and its batch, which the adversary knows: no amplification by
-    subsampling applies, so it is not comparable with the (possibly smaller)
-    epsilon of a subsampled run.
-
-    With ``batches``, each batch costs one singular value decomposition (stacked
-    over batches of equal size) and no loop over examples. The paper's
-    extrapolation theorem (A.3.1) predicts that the maximum over ``M`` batches
-    of size ``N`` grows like ``1 + log(M) / log(N)`` times the single-batch one,
-    under an exponential model of the per-example bounds; here the maximum is
-    computed, not extrapolated. The bound uses the attack's event "outputs the
-    true label" only, as the paper does.
+    ``LB[r] = log((p0[r] - delta) / p1[r])`` (by ``scipy.special.log_ndtr``,
+    accurate when ``p1`` is tiny) is a lower bound on the step's epsilon, as
+    (epsilon, delta)-DP bounds ``P[A(D_0) in O] <= exp(epsilon) P[A(D_1) in
+    O] + delta`` for every event ``O``. Label DP replaces one label, and the
+    two clipped gradients of a flipped example point in opposite directions:
+    compare with ``dpsgd_epsilon(noise_multiplier=sigma, sample_rate=1.0,
+    steps=1, delta=delta, sensitivity=2.0)``. The adversary knows the step's
+    weights and batch, so no amplification by subsampling applies. With
+    ``batches`` the maximum over batches is computed (one stacked SVD per
+    batch size), not extrapolated as in the paper's appendix A.3.1.
 
     References
     ----------
@@ -313,51 +331,11 @@ def label_dp_lower_bound(
     """
     noise_multiplier, max_grad_norm = float(noise_multiplier), float(max_grad_norm)
     delta = float(delta)
-    coef = _as_float_array(coefficients, "coefficients", 2)
-    n_rows, d = coef.shape
-    if n_rows == 0 or d == 0:
-        raise ValueError(
-            "coefficients must have at least one row and one column, got shape "
-            f"{coef.shape}."
-        )
-    proba = _as_float_array(proba, "proba", 1)
-    _check_rows(proba, "proba", n_rows)
-    if np.any((proba < 0) | (proba > 1)):
-        raise ValueError("proba must be in [0, 1].")
-    labels = _as_float_array(labels, "labels", 1)
-    _check_rows(labels, "labels", n_rows)
-    if np.any((labels != 0) & (labels != 1)):
-        bad = float(labels[(labels != 0) & (labels != 1)][0])
-        raise ValueError(f"labels must be 0 or 1, got a label equal to {bad!r}.")
-    block_norms = np.linalg.norm(coef, axis=1)
-    residual0, residual1 = np.abs(proba - labels), np.abs(proba - (1.0 - labels))
-    norms0 = _as_float_array(grad_norms, "grad_norms", 1)
-    _check_rows(norms0, "grad_norms", n_rows)
-    _check_norms(norms0, "grad_norms", residual0, block_norms)
-    if flipped_grad_norms is None:
-        if np.any(residual0 == 0):
-            r = int(np.flatnonzero(residual0 == 0)[0])
-            raise ValueError(
-                f"proba[{r}] equals labels[{r}], so the flipped label's gradient "
-                "norm cannot be derived from grad_norms; pass flipped_grad_norms."
-            )
-        norms1 = norms0 * (residual1 / residual0)
-    else:
-        norms1 = _as_float_array(flipped_grad_norms, "flipped_grad_norms", 1)
-        _check_rows(norms1, "flipped_grad_norms", n_rows)
-        _check_norms(norms1, "flipped_grad_norms", residual1, block_norms)
-    if batches is None:
-        batch_ids, n_batches = np.zeros(n_rows, dtype=np.intp), 1
-    else:
-        batches = np.asarray(batches)
-        if batches.shape != (n_rows,):
-            raise ValueError(
-                f"batches must have shape ({n_rows},) (one entry per row of "
-                f"coefficients), got shape {batches.shape}."
-            )
-        uniques, batch_ids = np.unique(batches, return_inverse=True)
-        batch_ids, n_batches = batch_ids.reshape(-1), uniques.size
-
+    coef, proba, labels, norms0, norms1 = _check_inputs(
+        coefficients, proba, labels, grad_norms, flipped_grad_norms
+    )
+    batch_ids, n_batches = _batch_ids(batches, coef.shape[0])
+    n_rows = coef.shape[0]
     with np.errstate(divide="ignore"):
         f0 = np.minimum(1.0, max_grad_norm / norms0)
         f1 = np.minimum(1.0, max_grad_norm / norms1)

@@ -1,13 +1,9 @@
 """The Gaussian mechanism's ε for many sensitivities at once.
 
-Per-instance accounting of a Gaussian release needs the Gaussian mechanism's
-ε once per example, each with the example's own sensitivity. The exact
-closed-form curve is inverted for a whole array with a safeguarded Newton
-iteration from interpolated starting points, entry by entry in a numba
-kernel (:mod:`sklearn_fil.accounting._kernels`, about 0.1 microsecond per
-entry); :func:`~sklearn_fil.accounting.gaussian_epsilon` is this for one
-sensitivity. The NumPy twin the kernel is measured and tested against lives
-with the tests (``tests/accounting/_epsilon_reference.py``).
+The exact curve is inverted for a whole array by the numba kernel of
+:mod:`sklearn_fil.accounting._kernels`, from starting points interpolated on
+a few exact values; its NumPy twin lives with the tests
+(``tests/accounting/_epsilon_reference.py``).
 """
 
 # Authors: The sklearn-fil developers
@@ -18,7 +14,12 @@ from scipy.interpolate import CubicSpline
 from scipy.special import erfinv, ndtri
 
 from sklearn_fil.accounting import _kernels
-from sklearn_fil.accounting._validation import OPEN_UNIT, POSITIVE, validate_params
+from sklearn_fil.accounting._validation import (
+    OPEN_UNIT,
+    POSITIVE,
+    nonnegative_array,
+    validate_params,
+)
 
 # Points of the exact ε(μ) on which the starting points are interpolated.
 _GRID = 256
@@ -35,8 +36,8 @@ _DBL_EPSILON = np.finfo(np.float64).eps
 # μ²/2 overflows from about 1.9e154 (ε is then above every double): the
 # starting splines stop here
 _MU_MAX = 1e154
-# Up to this many entries, on the calling thread only (about a millisecond
-# of work: less than waking a second thread can cost on a busy machine).
+# Up to this many entries, on the calling thread only (the parallel kernel
+# wakes every thread).
 _SERIAL_UPTO = 2**14
 
 
@@ -52,9 +53,8 @@ def _zero_below(delta):
 
 
 def _upper_quantile(delta):
-    """``Φ⁻¹(1 - delta)``, as ``-Φ⁻¹(delta)``: ``1 - delta`` rounds to 1 for
-    ``delta`` below 2^-54 (``ndtri`` gives inf) and loses ``delta``'s digits
-    above (``z`` 1.5e-3 low at 1e-16, the bracket then below the root)."""
+    """``Φ⁻¹(1 - delta)`` as ``-Φ⁻¹(delta)``: ``1 - delta`` would lose ``delta``'s
+    digits (and round to 1 below 2^-54)."""
     return -float(ndtri(delta))
 
 
@@ -81,11 +81,9 @@ def _spline(low_mu, high_mu, size, mu0, z, delta, knots, coef):
 def _epsilon(mu, delta):
     """ε for a flat array ``mu = sensitivity / sigma`` (the numba kernel).
 
-    The starting points as in the NumPy reference of the tests: from each entry's upper
-    bound up to ``_GRID`` entries (or more when ``mu`` takes one value to
-    within ``_NARROW``: from that value's ε); otherwise from a cubic spline of
-    ``log eps`` in ``log mu`` through the exact ε of ``_GRID`` points
-    (``_FINE_GRID`` above ``_FINE_ABOVE`` entries).
+    Starts: each entry's upper bound up to ``_GRID`` entries; one value's ε
+    when ``mu`` is one value to within ``_NARROW``; else a cubic spline of
+    ``log eps`` in ``log mu`` on ``_GRID`` (``_FINE_GRID``) exact points.
     """
     mu = np.ascontiguousarray(mu, dtype=np.float64)
     epsilon = np.empty(mu.size)
@@ -156,21 +154,12 @@ def per_instance_gaussian_epsilon(sensitivity, *, sigma, delta):
     Notes
     -----
     The exact curve ``δ(ε) = Φ(μ/2 - ε/μ) - e^ε Φ(-μ/2 - ε/μ)``, ``μ =
-    sensitivity / sigma``, decreases in ε; it is inverted by Newton's method
-    on ``log δ(ε)``, safeguarded by bisection, from starting points
-    interpolated on the exact ε of a few sensitivities. As in
-    :func:`gaussian_epsilon`, ε is then nudged upwards until ``δ(ε) <=
-    delta`` holds as computed, so the answer never falls short of the root of
-    the computed curve. The curve is computed in forms that do not cancel
-    (for small μ with ``Φ(μ/2 - ε/μ) - Φ(-μ/2 - ε/μ)`` by its series, for
-    large ε without ``e^ε``), to within about ``1e-13`` of its root, and
-    ε is nudged until ``δ(ε)`` is below delta by twice its rounding: the
-    answer is never below the exact ε, and at most about ``2e-12`` above
-    it (checked in 60-digit arithmetic for μ from ``1e-8`` to ``1e15``), or
-    about ``1e-14`` above it in absolute terms where ε is near 0 (μ near the
-    threshold below which ε = 0). It is ``inf`` where ε is above every
-    double (μ from about ``1.9e154``). :func:`gaussian_epsilon` is this
-    function for one sensitivity.
+    sensitivity / sigma``, is inverted by safeguarded Newton on ``log δ(ε)``,
+    in forms that do not cancel, then ε is nudged up until ``δ(ε)`` is below
+    delta by twice its rounding. The answer is a guarantee: never below the
+    exact ε, and at most about ``2e-12`` above it (checked in 60-digit
+    arithmetic for μ from ``1e-8`` to ``1e15``); ``inf`` from μ about
+    ``1.9e154``, where ε is above every double.
 
     References
     ----------
@@ -192,17 +181,6 @@ def per_instance_gaussian_epsilon(sensitivity, *, sigma, delta):
     >>> bool(np.isclose(eps[2], one, rtol=1e-10))
     True
     """
-    sigma, delta = float(sigma), float(delta)
-    try:
-        sens = np.array(sensitivity, dtype=np.float64)
-    except (TypeError, ValueError) as exc:
-        raise ValueError(
-            f"sensitivity must be an array of real numbers, got {sensitivity!r}."
-        ) from exc
-    bad = np.isnan(sens) | (sens < 0)
-    if np.any(bad):
-        raise ValueError(
-            f"sensitivity must be >= 0 (and not NaN), got {sens[bad].flat[0]!r}."
-        )
-    mu = (sens / sigma).ravel()
-    return _epsilon(mu, delta).reshape(sens.shape)
+    sens = nonnegative_array(sensitivity, "sensitivity", "an array of real numbers")
+    mu = (sens / float(sigma)).ravel()
+    return _epsilon(mu, float(delta)).reshape(sens.shape)

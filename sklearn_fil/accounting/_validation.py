@@ -28,8 +28,10 @@ __all__ = [
     "Hidden",
     "Number",
     "StrOptions",
+    "check_entries",
     "count",
     "nonnegative_array",
+    "real_array",
     "validate_params",
 ]
 
@@ -55,20 +57,23 @@ def count(low):
     return Number(Integral, low, None, closed="left")
 
 
-def nonnegative_array(value, name):
-    """Return ``value`` as a float64 array after checking every entry is >= 0.
-
-    Infinity is allowed; NaN and negative values raise ``ValueError``.
-    """
+def real_array(value, name, kind="an array of real numbers"):
+    """``value`` as a float64 array; ``ValueError`` naming ``kind`` if it is not one."""
     try:
-        array = np.asarray(value, dtype=np.float64)
+        return np.asarray(value, dtype=np.float64)
     except (TypeError, ValueError) as exc:
-        raise ValueError(
-            f"{name} must be a real number or an array of real numbers, "
-            f"got {name}={value!r}."
-        ) from exc
-    bad = np.isnan(array) | (array < 0)
+        raise ValueError(f"{name} must be {kind}, got {name}={value!r}.") from exc
+
+
+def check_entries(array, bad, message):
+    """``array``; ``ValueError(message.format(first entry))`` where ``bad`` holds."""
     if np.any(bad):
-        first = float(array[bad].flat[0])
-        raise ValueError(f"{name} must be >= 0 (and not NaN), got {name}={first!r}.")
+        raise ValueError(message.format(float(array[bad].flat[0])))
     return array
+
+
+def nonnegative_array(value, name, kind="a real number or an array of real numbers"):
+    """``value`` as a float64 array whose entries are >= 0 (infinity allowed)."""
+    array = real_array(value, name, kind)
+    rule = f"{name} must be >= 0 (and not NaN), got {name}={{!r}}."
+    return check_entries(array, np.isnan(array) | (array < 0), rule)
