@@ -429,6 +429,14 @@ def privacy_report(model):
     ['fil[colour]', 'fil[size]', 'fil[label]']
     >>> report.attrs["epsilon"] == pipe[-1].epsilon_
     True
+    >>> from sklearn_fil.report_io import attribute_fil
+    >>> pipe[-1].attribute_fil_.index.tolist()
+    ['x0|x1|x2', 'x3', 'label']
+    >>> fil = attribute_fil(pipe)
+    >>> fil.index.tolist()
+    ['colour', 'size', 'label']
+    >>> bool(fil["colour"] == pipe[-1].attribute_fil_["x0|x1|x2"])
+    True
     """
     report = _final_attribute(model, "privacy_report_", "privacy_report")
     labels = attribute_labels(model)
@@ -479,34 +487,7 @@ def attribute_fil(model, *, sd=False):
 
     Examples
     --------
-    >>> import numpy as np
-    >>> import pandas as pd
-    >>> from sklearn.compose import ColumnTransformer
-    >>> from sklearn.pipeline import make_pipeline
-    >>> from sklearn.preprocessing import OneHotEncoder, StandardScaler
-    >>> from sklearn_fil.linear_model import OutputPerturbedLogisticRegression
-    >>> from sklearn_fil.report_io import attribute_fil
-    >>> rng = np.random.default_rng(0)
-    >>> X = pd.DataFrame(
-    ...     {"colour": rng.choice(["red", "green", "blue"], 60),
-    ...      "size": rng.normal(size=60)}
-    ... )
-    >>> y = pd.Series((X["size"] + rng.normal(size=60) > 0).astype(int), name="label")
-    >>> columns = ColumnTransformer(
-    ...     [("onehot", OneHotEncoder(), ["colour"]),
-    ...      ("scale", StandardScaler(), ["size"])]
-    ... )
-    >>> clf = OutputPerturbedLogisticRegression(
-    ...     data_norm=3.0, onehot_groups="auto", random_state=0
-    ... )
-    >>> pipe = make_pipeline(columns, clf).fit(X, y)
-    >>> pipe[-1].attribute_fil_.index.tolist()
-    ['x0|x1|x2', 'x3', 'label']
-    >>> fil = attribute_fil(pipe)
-    >>> fil.index.tolist()
-    ['colour', 'size', 'label']
-    >>> bool(fil["colour"] == pipe[-1].attribute_fil_["x0|x1|x2"])
-    True
+    See :func:`privacy_report`.
     """
     if not isinstance(sd, bool | np.bool_):
         raise TypeError(f"sd must be a bool, got {sd!r}.")

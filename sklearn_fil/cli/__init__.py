@@ -14,13 +14,10 @@ import argparse
 import math
 import sys
 
-from sklearn_fil import (
-    OutputPerturbedLinearRegression,
-    OutputPerturbedLogisticRegression,
-    __version__,
-)
+from sklearn_fil import __version__
 from sklearn_fil.cli._inputs import (
     _DATASETS,
+    _MODELS,
     PROG,
     _choose_model,
     _dataset_table,
@@ -208,7 +205,7 @@ def _build_parser():
         (table, "--categorical", columns),
         (table, "--max-levels", {"type": _AT_LEAST_TWO, "default": 20, "metavar": "K"}),
         (table, "--dropna-target", {"action": "store_true"}),
-        (report, "--model", {"choices": ("linear", "logistic")}),
+        (report, "--model", {"choices": tuple(_MODELS)}),
         (report, "--sigma", {"type": _POSITIVE, "default": 0.1, "metavar": "S"}),
         (report, "--lam", {"type": _NON_NEGATIVE, "default": 0.01, "metavar": "L"}),
         (
@@ -233,7 +230,7 @@ def _build_parser():
 
 
 def _fit(args, model, data_norm, onehot_groups, X, y):
-    """The output-perturbed estimator of ``model``, fitted to ``X`` and ``y``."""
+    """The output-perturbed estimator of ``model`` (a ``_Model``), fitted."""
     common = {
         "sigma": args.sigma,
         "lam": args.lam,
@@ -242,8 +239,8 @@ def _fit(args, model, data_norm, onehot_groups, X, y):
         "onehot_groups": onehot_groups,
         "random_state": args.random_state,
     }
-    if model == "logistic":
-        estimator = OutputPerturbedLogisticRegression(
+    if model.family.is_classifier:
+        estimator = model.estimator(
             # the DP guarantee with an intercept needs a strongly convex objective
             penalize_intercept=data_norm is not None,
             data_norm=data_norm,
@@ -251,20 +248,23 @@ def _fit(args, model, data_norm, onehot_groups, X, y):
             **common,
         )
     else:
-        estimator = OutputPerturbedLinearRegression(**common)
+        estimator = model.estimator(**common)
     try:
         return estimator.fit(X, y)
     except ValueError as exc:
-        raise _InputError(f"fitting the {model} model failed: {exc}") from None
+        raise _InputError(f"fitting the {model.name} model failed: {exc}") from None
 
 
-def _report(args, stdout):
-    """Run ``sklearn-fil report``: load, fit, write the outputs, print a summary."""
+def _report(args, model, stdout):
+    """Run ``sklearn-fil report``: load, fit, write the outputs, print a summary.
+
+    ``model`` is the ``_Model`` of ``--model``, None when not given.
+    """
     sym = _symbols(stdout)
     out = _check_outputs(args)
     X, y, data, onehot_groups = _load_data(args, sym)
     model, data["model_note"] = _choose_model(
-        args.model or data.get("model"), y, args.csv is not None
+        model or data.get("model"), y, args.csv is not None
     )
     data_norm = _resolve_data_norm(args, model, data)
     if args.csv is None:
@@ -323,7 +323,7 @@ def main(argv=None):
     parser = _build_parser()
     args = parser.parse_args(argv)
     try:
-        return _report(args, sys.stdout)
+        return _report(args, _MODELS.get(args.model), sys.stdout)
     except _InputError as exc:
         message = " ".join(str(exc).split())
         print(f"{PROG} {args.command}: error: {message}", file=sys.stderr)

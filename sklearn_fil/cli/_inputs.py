@@ -9,12 +9,21 @@ not fit the target.
 # SPDX-License-Identifier: BSD-3-Clause
 
 from numbers import Integral
+from typing import NamedTuple
 
 import numpy as np
 import pandas as pd
 from pandas.api.types import is_numeric_dtype
 
+from sklearn_fil._losses import get_family
+from sklearn_fil.linear_model import (
+    OutputPerturbedLinearRegression,
+    OutputPerturbedLogisticRegression,
+)
 from sklearn_fil.tabular import TablePreparer, read_raw_csv
+from sklearn_fil.utils._text import joined as _joined
+from sklearn_fil.utils._text import plain as _plain
+from sklearn_fil.utils._text import preview as _preview
 
 PROG = "sklearn-fil"
 
@@ -23,20 +32,21 @@ class _InputError(Exception):
     """A problem with the command's input: one line on stderr, exit code 2."""
 
 
-def _plain(value):
-    """A NumPy scalar as the Python value it holds (for readable reprs)."""
-    return value.item() if isinstance(value, np.generic) else value
+class _Model(NamedTuple):
+    """A ``--model`` choice: its name, what it fits, and its loss family."""
+
+    name: str
+    estimator: type
+    title: str
+
+    @property
+    def family(self):
+        return get_family(self.estimator._loss)
 
 
-def _joined(texts, limit):
-    """``texts`` joined by commas, past ``limit`` cut with a count of the rest."""
-    more = f", ... ({len(texts) - limit} more)" if len(texts) > limit else ""
-    return ", ".join(texts[:limit]) + more
-
-
-def _preview(names, limit=8):
-    """Comma-separated names, truncated after ``limit``."""
-    return _joined([repr(str(name)) for name in names], limit)
+_LINEAR = _Model("linear", OutputPerturbedLinearRegression, "ridge regression")
+_LOGISTIC = _Model("logistic", OutputPerturbedLogisticRegression, "logistic regression")
+_MODELS = {model.name: model for model in (_LINEAR, _LOGISTIC)}
 
 
 # --------------------------------------------------------------------------------------
@@ -67,7 +77,7 @@ def _breast_cancer(sym):
         "name": "breast cancer (bundled with scikit-learn; standardised, rows "
         f"scaled to norm {sym['le']} 1)",
         "target": "target",
-        "model": "logistic",
+        "model": _LOGISTIC,
         "data_norm": 1.0,
         "dp_scope": "the preprocessed rows (not the raw data: the preprocessing "
         "uses every example)",
@@ -106,18 +116,18 @@ _DATASETS = {
         "load_adult",
         "UCI Adult (training part; Hannun et al.'s preprocessing)",
         "income",
-        "logistic",
+        _LOGISTIC,
     ),
     "mnist01": _real_dataset(
         "load_mnist",
         "MNIST digits 0 and 1 (training part, rows in the unit ball)",
         "digit",
-        "logistic",
+        _LOGISTIC,
         data_norm=1.0,
         digits=(0, 1),
     ),
     "iwpc": _real_dataset(
-        "load_iwpc", "IWPC warfarin (standardised weekly dose)", "dose", "linear"
+        "load_iwpc", "IWPC warfarin (standardised weekly dose)", "dose", _LINEAR
     ),
 }
 
@@ -299,26 +309,27 @@ def _prepare_table(features, y, args, notes):
 
 
 def _choose_model(model, y, from_csv):
-    """The model to fit and, when it was inferred, why."""
+    """The :class:`_Model` to fit and, when it was inferred, why."""
     n_values, numeric = int(y.nunique()), is_numeric_dtype(y)
     note = None
     if model is None and from_csv:
-        model = "logistic" if n_values == 2 or not numeric else "linear"
+        model = _LOGISTIC if n_values == 2 or not numeric else _LINEAR
         note = f"inferred: the target has {n_values} distinct values"
-    model = model or "logistic"
+    model = model or _LOGISTIC
+    classifier = model.family.is_classifier
     logistic = (
         "--model logistic fits binary targets only (output perturbation of "
         "multiclass models is planned)"
     )
     fix = "binarise the target (one class against the others) or keep the rows of "
     fix += "two classes"
-    if model == "logistic" and n_values != 2:
+    if classifier and n_values != 2:
         if numeric:
             fix += ", or fit it as a number with --model linear"
         else:
             logistic += " and --model linear numeric ones"
         raise _InputError(f"{_target_text(y)}; {logistic}: {fix}")
-    if model == "linear" and not numeric:
+    if not classifier and not numeric:
         fix = "use --model logistic" if n_values == 2 else f"{logistic}: {fix}"
         raise _InputError(
             f"--model linear needs a numeric target, but {_target_text(y)}; {fix}"
@@ -336,13 +347,13 @@ def _target_text(y, limit=8):
 
 def _resolve_data_norm(args, model, data):
     """The row-norm bound to clip to (None for none), checked against the model."""
-    data_norm = args.data_norm
-    if model == "linear" and data_norm is not None:
+    data_norm, classifier = args.data_norm, model.family.is_classifier
+    if not classifier and data_norm is not None:
         raise _InputError(
             "--data-norm applies only to --model logistic: output perturbation of "
             "linear regression has no DP guarantee"
         )
-    if model == "logistic" and data_norm is None and args.csv is None:
+    if classifier and data_norm is None and args.csv is None:
         data_norm = data.get("data_norm")
     if args.delta is not None and data_norm is None:
         raise _InputError(

@@ -105,7 +105,7 @@ def _sidecar(estimator, data, model, args):
         "separator": data.get("sep"),
         "target": data["target"],
         "n": meta["n"],
-        "model": model,
+        "model": model.name,
         **{key: meta[key] for key in guarantee},
         "dp_scope": data["dp_scope"] if meta["epsilon"] is not None else None,
         **{key: meta[key] for key in ("no_guarantee_reason", "n_clipped")},
@@ -137,7 +137,7 @@ def _plot_histogram(estimator, y, model, class_names, path):
     from sklearn_fil.plotting import FILHistogramDisplay
 
     groups = None
-    if model == "logistic":
+    if model.family.is_classifier:
         names = class_names or {}
         groups = np.array([str(names.get(value, value)) for value in y])
     fig, ax = plt.subplots(figsize=(7, 4))
@@ -146,7 +146,7 @@ def _plot_histogram(estimator, y, model, class_names, path):
     )
     by = f", by {y.name}" if groups is not None else ""
     ax.set_title(
-        f"Per-example FIL of the released {model} model ({y.size} examples){by}"
+        f"Per-example FIL of the released {model.name} model ({y.size} examples){by}"
     )
     keys = list(display.bars_)
     if groups is None:

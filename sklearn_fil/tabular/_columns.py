@@ -7,7 +7,6 @@ import hashlib
 import re
 import warnings
 
-import numpy as np
 import pandas as pd
 from pandas.api.types import (
     infer_dtype,
@@ -16,6 +15,8 @@ from pandas.api.types import (
     is_string_dtype,
 )
 
+from sklearn_fil.utils._text import plain, preview
+
 _UNNAMED = re.compile(r"Unnamed: \d+")  # pandas' name for an empty header cell
 _ID_WORDS = frozenset({"id", "ids", "idx", "index", "key", "uuid", "guid", "rowid"})
 MIN_ROWS_PER_LEVEL = 5  # fewer rows per distinct string: free text, not categories
@@ -23,20 +24,6 @@ _DATE_SAMPLE = 500  # distinct values tried as dates
 _DATE_SHARE = 0.95  # share that must parse (and show a year or a time)
 _DATE_HINT = r"\d{4}|\d:\d\d"
 _NUMERIC_TEXT_SHARE = 0.9  # share of numbers that makes a text column numeric
-
-
-def plain(value):
-    """A NumPy scalar as the Python value it holds (for readable reprs)."""
-    return value.item() if isinstance(value, np.generic) else value
-
-
-def preview(names, limit=8):
-    """Comma-separated reprs of ``names``, truncated after ``limit``."""
-    names = [repr(str(name)) for name in names]
-    shown = ", ".join(names[:limit])
-    if len(names) > limit:
-        shown += f", ... ({len(names) - limit} more)"
-    return shown
 
 
 def _name_tokens(name):

@@ -16,9 +16,10 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import OneHotEncoder, StandardScaler
 from sklearn.utils.validation import check_is_fitted
 
-from sklearn_fil.tabular._columns import columns_to_drop, numbers_in_text, preview
+from sklearn_fil.tabular._columns import columns_to_drop, numbers_in_text
 from sklearn_fil.tabular._leaks import target_leaks
 from sklearn_fil.utils._sklearn_compat import Interval, _fit_context
+from sklearn_fil.utils._text import preview
 
 
 class TablePreparer(TransformerMixin, BaseEstimator):
