@@ -50,14 +50,9 @@ class _Entry:
 class PrivacyBudget:
     """A privacy budget for several releases on the same data.
 
-    Each :meth:`spend` adds a release (a fitted estimator, its
-    :class:`Guarantee`, or a ``dp-accounting`` event) to a ledger and composes
-    the events of all releases so far with ``dp-accounting``: :attr:`spent` is
-    the ε of the composition at the budget's δ. A release that would take it
-    above the budget's ε raises
-    :class:`~sklearn_fil.exceptions.BudgetExceededError` and is not recorded.
-    The budget refuses guarantees of another neighbouring relation or group
-    size than its own, and guarantees without an event.
+    Each :meth:`spend` records a release (a fitted estimator, its
+    :class:`Guarantee`, or a ``dp-accounting`` event) in a ledger, unless the
+    composition of all releases with ``dp-accounting`` would exceed the budget.
 
     Parameters
     ----------
@@ -148,12 +143,25 @@ class PrivacyBudget:
         self._spent = [0.0]  # composed ε after each prefix of the ledger
         self._cache = {}
 
-    epsilon = property(lambda self: self._epsilon, doc="The budget's ε.")
-    delta = property(lambda self: self._delta, doc="The budget's δ.")
-    accountant = property(lambda self: self._accountant, doc="The accountant.")
-    neighboring_relation = property(
-        lambda self: self._relation, doc="The relation of every guarantee composed."
-    )
+    @property
+    def epsilon(self):
+        """The budget's ε."""
+        return self._epsilon
+
+    @property
+    def delta(self):
+        """The budget's δ."""
+        return self._delta
+
+    @property
+    def accountant(self):
+        """The accountant."""
+        return self._accountant
+
+    @property
+    def neighboring_relation(self):
+        """The relation of every guarantee composed."""
+        return self._relation
 
     @property
     def spent(self):
@@ -434,10 +442,6 @@ def release_reason(release):
     return guarantee.reason if guarantee is not None else ""
 
 
-# --------------------------------------------------------------------------------------
-# model selection within a budget
-
-
 def _own_epsilon(estimator, X, y=None):
     """Scorer: the fitted candidate's ε (``inf`` without a guarantee)."""
     guarantee = getattr(_final_estimator(estimator), "guarantee_", None)
@@ -567,11 +571,8 @@ class BudgetRefit:
 def within_budget(budget, *, scoring=None):
     """A grid-search ``refit`` that picks the best model within a privacy budget.
 
-    A callable ``refit`` that picks the best-scoring candidate among those that
-    fit the budget (a plain search picks the most accurate, usually the least
-    private), with, as ``.scoring``, the scorers that put each fold model's ε
-    (``"epsilon"``) and the budget's composed ε if it were released
-    (``"spent_after"``) into ``cv_results_``.
+    A plain search picks the most accurate candidate, usually the least private;
+    this ``refit`` picks the best-scoring one among those that fit the budget.
 
     Parameters
     ----------
@@ -587,10 +588,6 @@ def within_budget(budget, *, scoring=None):
         Pass it as ``refit=`` and its ``.scoring`` as ``scoring=``. It raises
         :class:`~sklearn_fil.exceptions.BudgetExceededError` when no candidate
         fits.
-
-    See Also
-    --------
-    PrivacyBudget : The budget.
 
     Notes
     -----

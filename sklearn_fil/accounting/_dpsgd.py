@@ -63,11 +63,6 @@ _GELU_BRACKET = (0.0, 3.0)
 _SQRT_2PI = math.sqrt(2.0 * math.pi)
 
 
-# --------------------------------------------------------------------------------------
-# RDP: dp-accounting's public RdpAccountant, and our vectorised kernels of the
-# same formulas (about 100 times faster; tested equal to dp-accounting's)
-
-
 def _poisson_gaussian_rdp(sample_rate, noise_multiplier, orders):
     """RDP at ``orders`` of the Poisson-subsampled Gaussian mechanism.
 
@@ -193,10 +188,6 @@ def _accountant_epsilon(
         return float(acc.get_epsilon(delta))
 
 
-# --------------------------------------------------------------------------------------
-# validation
-
-
 def _deprecated_default(accountant, caller):
     """``accountant``, or ``"rdp"`` with a FutureWarning when it was not given."""
     if accountant != "warn":
@@ -257,10 +248,6 @@ def _ceil_multiple(x, step):
     k = np.where((k >= 1) & ((k - 1) * step >= x), k - 1, k)
     k = np.where(k * step < x, k + 1, k)
     return k
-
-
-# --------------------------------------------------------------------------------------
-# GELU clipping
 
 
 def _gelu_clip_norm(u):
@@ -338,10 +325,6 @@ def gelu_clip_max_norm(max_grad_norm=1.0):
     return float(max_grad_norm) * _gelu_unit_max()
 
 
-# --------------------------------------------------------------------------------------
-# global accounting
-
-
 @validate_params(
     {
         **_DPSGD,
@@ -364,18 +347,16 @@ def dpsgd_epsilon(
 ):
     """Epsilon of DP-SGD after a number of Poisson-subsampled Gaussian steps.
 
-    Each step releases the sum of the sampled examples' clipped gradients plus
-    ``N(0, (noise_multiplier C)^2 I)``, every example being sampled independently with
-    probability ``sample_rate``: with per-example norms at most ``sensitivity C``, the
-    Poisson-subsampled Gaussian mechanism with noise multiplier
-    ``noise_multiplier / sensitivity``. ``steps`` of them are composed by
-    ``dp_accounting``'s ``RdpAccountant`` or ``PLDAccountant``.
+    With per-example norms at most ``sensitivity C``, each step is the
+    Poisson-subsampled Gaussian mechanism of noise multiplier ``noise_multiplier /
+    sensitivity``; ``dp_accounting``'s ``RdpAccountant`` or ``PLDAccountant``
+    composes ``steps`` of them.
 
     Under ``"add_remove"`` one step's sum moves by at most ``sensitivity C``
-    (the example is in it or not). Under ``"replace_one"`` (``n`` public, one
-    example swapped for another) it moves by up to ``2 sensitivity C``; the
-    Poisson case is dp-accounting's ``REPLACE_ONE`` privacy loss distribution,
-    and ``sample_rate=1`` the Gaussian mechanism at distance ``2 sensitivity``.
+    (the example is in it or not), under ``"replace_one"`` by up to ``2
+    sensitivity C``: dp-accounting's ``REPLACE_ONE`` privacy loss distribution
+    with Poisson sampling, the Gaussian mechanism at distance ``2 sensitivity``
+    with ``sample_rate=1``.
 
     Parameters
     ----------
@@ -556,8 +537,7 @@ def dpsgd_noise_multiplier(
     delta : float
         Target delta, in (0, 1).
     sensitivity : float, default=1.0
-        Largest per-example norm in units of ``C``, > 0 (1 for hard clipping,
-        :func:`gelu_clip_max_norm` for GELU clipping).
+        As in :func:`dpsgd_epsilon`.
     accountant : {"rdp", "pld"}, default="rdp"
         The accountant of :func:`dpsgd_epsilon`.
 
@@ -723,10 +703,6 @@ def _search_noise(accountant, target, delta, guess, sample_rate, steps, relation
         )
 
 
-# --------------------------------------------------------------------------------------
-# per-instance accounting
-
-
 class PerInstanceAccountant:
     """Per-example Renyi DP accountant for DP-SGD (Yu et al. 2022).
 
@@ -774,12 +750,10 @@ class PerInstanceAccountant:
     Proposition 12 of Canonne, Kamath & Steinke 2020, slightly tighter than the
     ``rdp + log(1/delta) / (alpha - 1)`` of Mironov 2017 used by Yu et al.).
 
-    The RDP vector of each rounded level is computed once and cached. Each
-    example's RDP is ``sum_k c_k rdp(level_k)``, ``c_k`` its steps at level
-    ``k``: these counts are kept exactly and sparsely (about 50 bytes per
-    example, :mod:`~sklearn_fil.accounting._dpsgd_histogram`), a step costs
-    O(examples whose norms are given), and the RDP is formed on demand a
-    block of examples at a time (:attr:`rdp` builds the whole array).
+    Each example's steps per rounded level are counted exactly and sparsely
+    (about 50 bytes per example, :mod:`~sklearn_fil.accounting._dpsgd_histogram`);
+    a step costs O(examples whose norms are given), and :attr:`rdp` builds the
+    whole array.
 
     The result is a guarantee for an example only if the norms given bound its
     clipped gradient norm at every step (Yu et al. clip each example to its
@@ -983,10 +957,6 @@ class PerInstanceAccountant:
         return self._hist.nbytes()
 
 
-# --------------------------------------------------------------------------------------
-# Fisher information loss
-
-
 def _gaussian_loss_quantile(sigma, sensitivity, delta):
     """``epsilon`` with ``P[L > epsilon] = delta``, ``L ~ N(mu, 2 mu)``."""
     mu = sensitivity**2 / (2.0 * sigma**2)
@@ -1015,8 +985,7 @@ def fil_subsampling_factor(
     sample_rate : float
         Poisson sampling probability ``q``, in (0, 1]. ``1.0`` gives 1.0.
     sensitivity : float
-        Largest per-example norm in units of ``C``, > 0 (1 for hard clipping,
-        :func:`gelu_clip_max_norm` for GELU clipping).
+        As in :func:`dpsgd_epsilon`.
     steps : int
         Total number of steps ``T`` of the run, >= 1.
     n_samples : int

@@ -230,10 +230,8 @@ def _map_gaussians(event, noise, error):
 def as_replace_one(event):
     """A unit-distance (add/remove) event rewritten for a REPLACE_ONE PLD accountant.
 
-    dp-accounting's PLD accountant reads ``GaussianDpEvent(m)`` under
-    REPLACE_ONE as the Gaussian mechanism at distance 2, so the same mechanism
-    is ``GaussianDpEvent(2 m)`` there. A Poisson-sampled event under
-    add/remove has no replace-one form here, and raises ``ValueError``.
+    Each ``GaussianDpEvent(m)`` becomes ``GaussianDpEvent(2 m)`` (see the module
+    docstring); a Poisson-sampled event raises ``ValueError``.
     """
     return _map_gaussians(
         event,

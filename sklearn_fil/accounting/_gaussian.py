@@ -140,11 +140,6 @@ def gaussian_epsilon(*, sigma, sensitivity, delta):
         The smallest ε >= 0 with ``gaussian_delta(epsilon, ...) <= delta``; 0.0 when
         the mechanism is already (0, δ)-DP.
 
-    See Also
-    --------
-    gaussian_delta : The exact δ(ε) curve that is inverted.
-    per_instance_gaussian_epsilon : The same for an array of sensitivities.
-
     Notes
     -----
     The result is a guarantee, never below the root of the exact curve (see
@@ -203,11 +198,6 @@ def gaussian_sigma(*, epsilon, delta, sensitivity):
         A noise standard deviation with ``gaussian_epsilon(sigma=sigma,
         sensitivity=sensitivity, delta=delta) <= epsilon`` exactly as computed,
         and within a few ulps of the smallest such value.
-
-    See Also
-    --------
-    gaussian_epsilon : The inverse, ε for a given noise.
-    gaussian_delta : The exact δ(ε) curve that is inverted.
 
     Notes
     -----

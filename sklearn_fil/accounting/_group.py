@@ -40,10 +40,7 @@ def group_guarantee(guarantee, k):
     """The :meth:`Guarantee.group` of a guarantee with a ``dp_event``, ``k >= 2``."""
     event, delta = guarantee.dp_event, guarantee.delta
     sensitivity = None if guarantee.sensitivity is None else k * guarantee.sensitivity
-    common = dict(
-        group_size=guarantee.group_size * k,
-        sensitivity=sensitivity,
-    )
+    common = dict(group_size=guarantee.group_size * k, sensitivity=sensitivity)
     effective = None
     if guarantee.event_relation == "add_remove":
         effective = gaussian_noise_multiplier(event)

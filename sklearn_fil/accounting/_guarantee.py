@@ -87,13 +87,9 @@ def check_delta(delta, n_samples):
 class Guarantee:
     """A differential-privacy guarantee, or the reason there is none.
 
-    Estimators that can report a guarantee expose one as ``guarantee_`` after
-    ``fit``; their ``epsilon_`` and ``delta_`` read from it, and ``release()``
-    carries it. Every guarantee states what it protects: the neighbouring
-    relation (two data sets are neighbours when they differ by replacing one
-    example, ``"replace_one"``, or by adding or removing one,
-    ``"add_remove"``) and what is assumed public (at least the number of
-    examples under ``"replace_one"``).
+    Estimators expose one as ``guarantee_`` after ``fit`` (``epsilon_`` and
+    ``delta_`` read from it). It states what it protects: the neighbouring
+    relation and what is assumed public.
 
     Parameters
     ----------
@@ -102,10 +98,12 @@ class Guarantee:
     delta : float or None
         Its δ.
     neighboring_relation : {"replace_one", "add_remove"} or None
-        The relation under which ε holds.
+        The relation under which ε holds: neighbouring data sets differ by
+        replacing one example, or by adding or removing one.
     public : tuple of str
-        What the guarantee assumes public (e.g. ``"n_samples"``,
-        ``"sample_weight"``, ``"sample_rate"``), beyond the parameters.
+        What the guarantee assumes public beyond the parameters (e.g.
+        ``"n_samples"``, at least, under ``"replace_one"``; ``"sample_weight"``,
+        ``"sample_rate"``).
     mechanism : str
         The randomised mechanism, in words.
     accountant : str or None

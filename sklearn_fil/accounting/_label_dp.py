@@ -1,12 +1,7 @@
 """Label-privacy lower bound of a DP-SGD step from a gradient label attack.
 
-Yuan, Xue, Wang & Shen (Algorithm 2 and appendix A.3) audit one step of DP-SGD on a
-binary classifier with the deterministic gradient label attack: the released noisy
-gradient of one layer is a linear combination of the per-example residuals
-``p - y``, so least squares recovers every residual and its sign gives the label.
-With Gaussian noise the attack's success probabilities under two datasets that
-differ in one label have a closed form through the normal cdf, and their ratio
-lower-bounds the step's epsilon (:func:`label_dp_lower_bound`).
+The audit of Yuan, Xue, Wang & Shen (Algorithm 2 and appendix A.3), in closed
+form: :func:`label_dp_lower_bound`.
 """
 
 # Authors: The sklearn-fil developers
@@ -264,10 +259,6 @@ def label_dp_lower_bound(
         On a bad array (shape, non-finite entries, labels not 0 or 1, ``proba``
         outside [0, 1], a norm below the attacked block's), ``proba == labels``
         without ``flipped_grad_norms``, or a parameter out of range.
-
-    See Also
-    --------
-    dpsgd_epsilon : The accountant's upper bound on the same step.
 
     Notes
     -----

@@ -147,10 +147,6 @@ def per_instance_gaussian_epsilon(sensitivity, *, sigma, delta):
     ValueError
         On a negative or NaN sensitivity, ``sigma <= 0`` or δ outside (0, 1).
 
-    See Also
-    --------
-    gaussian_epsilon : The same ε for one sensitivity.
-
     Notes
     -----
     The exact curve ``δ(ε) = Φ(μ/2 - ε/μ) - e^ε Φ(-μ/2 - ε/μ)``, ``μ =
