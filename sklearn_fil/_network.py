@@ -33,6 +33,38 @@ def _softmax(z, xp):
     return e / xp.sum(e, axis=1, keepdims=True)
 
 
+def _tanh(z, xp):
+    return np.tanh(z, out=z) if xp is np else xp.tanh(z)
+
+
+def _relu(z, xp):
+    return np.maximum(z, 0.0, out=z) if xp is np else xp.maximum(z, 0)
+
+
+def _logistic(z, xp):
+    return expit(z, out=z) if xp is np else _expit(z, xp)
+
+
+def _relu_slope(a, xp):
+    return (a > 0).astype(a.dtype) if xp is np else xp.astype(a > 0, a.dtype)
+
+
+# The hidden activations (scikit-learn's MLP names): ``act(z, xp)``, which may
+# overwrite ``z`` (a NumPy array), and ``act'(z)`` from ``a = act(z)``.
+ACTIVATIONS = {
+    "tanh": _tanh,
+    "relu": _relu,
+    "logistic": _logistic,
+    "identity": lambda z, xp: z,
+}
+DERIVATIVES = {
+    "tanh": lambda a, xp: 1.0 - a * a,
+    "relu": _relu_slope,
+    "logistic": lambda a, xp: a * (1.0 - a),
+    "identity": lambda a, xp: xp.ones_like(a),
+}
+
+
 class DenseNetwork:
     """Weights of a dense network: forward pass, probabilities, backpropagation.
 
@@ -41,10 +73,7 @@ class DenseNetwork:
     coefs, intercepts : list of ndarray
         ``W_l`` of shape ``(n_{l-1}, n_l)`` and ``b_l`` of shape ``(n_l,)``.
     activation : {"tanh", "relu", "logistic", "identity"}
-        Hidden activation. DP-SGD trains with ``"tanh"`` or ``"relu"``; the
-        other two, scikit-learn's, serve the passes of
-        :meth:`forward` and :meth:`backpropagate` (e.g. for attacks on an
-        ``MLPClassifier``), not the input Jacobians.
+        Hidden activation, a key of :data:`ACTIVATIONS`.
     xp : module, default=None
         Array namespace of the weights and of the data; None infers it from
         ``coefs[0]``. NumPy computes with SciPy; any other namespace with
@@ -64,19 +93,10 @@ class DenseNetwork:
     def forward(self, X):
         """Activations ``[a_0 = X, a_1, ..., a_{L-1}]`` and output logits."""
         acts = [X]
+        activate = ACTIVATIONS[self.activation]
         for W, b in zip(self.coefs[:-1], self.intercepts[:-1], strict=True):
-            acts.append(self._activate(acts[-1] @ W + b))
+            acts.append(activate(acts[-1] @ W + b, self.xp))
         return acts, acts[-1] @ self.coefs[-1] + self.intercepts[-1]
-
-    def _activate(self, z):
-        """The hidden activation of the pre-activations ``z``."""
-        if self.activation == "tanh":
-            return self.xp.tanh(z)
-        if self.activation == "relu":
-            return self.xp.maximum(z, 0)
-        if self.activation == "logistic":
-            return expit(z) if self.xp is np else _expit(z, self.xp)
-        return z  # identity
 
     def proba(self, logits):
         """Class probabilities, ``(n, 1)`` for the positive class when binary."""
@@ -108,16 +128,7 @@ class DenseNetwork:
         -------
         slope : ndarray of shape (n, n_l)
         """
-        a = acts[layer]
-        if self.activation == "tanh":
-            return 1.0 - a * a
-        if self.activation == "logistic":
-            return a * (1.0 - a)
-        if self.activation == "identity":
-            return self.xp.ones_like(a)
-        if self.xp is np:
-            return (a > 0).astype(a.dtype)
-        return self.xp.astype(a > 0, a.dtype)
+        return DERIVATIVES[self.activation](acts[layer], self.xp)
 
     def backward(self, acts, logits, Y):
         """Errors ``delta_l = dloss / dz_l`` of every layer, first to last."""

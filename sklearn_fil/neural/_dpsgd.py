@@ -3,7 +3,6 @@
 # Authors: The sklearn-fil developers
 # SPDX-License-Identifier: BSD-3-Clause
 
-import contextlib
 import dataclasses
 import itertools
 import sys
@@ -34,7 +33,6 @@ from sklearn_fil.accounting import (
     gelu_clip_max_norm,
 )
 from sklearn_fil.neural._network import Network, check_finite_norms, clip_factor
-from sklearn_fil.neural._threads import StepThreads
 from sklearn_fil.neural._training import (
     BatchSampler,
     BinaryLinearSteps,
@@ -94,9 +92,6 @@ def _per_instance_orders():
 
 # Rows per block of the full passes over the data (every example's norm, the
 # loss column of the report): the activations of a block stay in the caches.
-# On 2 cores the loss of 60000 x 784 data through 256 tanh units took 0.24 s
-# in blocks of 2048 or 4096 rows, 0.30 s in blocks of 16384 and 0.3-0.6 s in
-# one block (its 123 MB of activations written twice to fresh pages).
 _FULL_PASS_ROWS = 4096
 
 _NO_NOISE_MSG = (
@@ -109,11 +104,7 @@ _NO_CLIP_MSG = (
     "is reported."
 )
 
-# The noise multipliers of a noisy run. Below 1e-3 epsilon exceeds 10^5 (a
-# bound on likelihood ratios of e^(10^5) certifies nothing) and
-# dp-accounting's PLD of Poisson sampling overflows (from about 1e-5); above
-# 1e6 each step is noise a million times the largest clipped gradient, and
-# the accountants' epsilon is 0 to float precision.
+# The noise multipliers of a noisy run (why: see noise_multiplier).
 _NOISE_RANGE = (1e-3, 1e6)
 # Steps of one run: 10^6 steps take minutes to hours, and a plan beyond them
 # is a mistake (a huge public_n_samples, a tiny batch_size).
@@ -129,24 +120,10 @@ _PUBLIC_N_FACTOR = 10
 class _Plan:
     """The public constants of one run.
 
-    Attributes
-    ----------
-    sampler : BatchSampler
-        The batches, with the sampling rate ``q``, the steps per epoch and
-        the divisor.
-    total_steps : int
-        Steps of the whole run.
-    sigma, C : float
-        Noise multiplier (``noise_multiplier``, or the one calibrated to
-        ``target_epsilon``) and clipping bound.
-    sensitivity : float
-        ``s``, the largest clipped norm in units of ``C``.
-    delta : float
-        Target delta.
-    private : bool
-        Whether there is noise and clipping (a guarantee).
-    replace_one : bool
-        Whether ``epsilon_`` is under replace-one (else add/remove).
+    ``sigma``: ``noise_multiplier`` or the one calibrated to
+    ``target_epsilon``; ``sensitivity``: ``s``, the largest clipped norm in
+    units of ``C``; ``private``: noise and clipping (a guarantee);
+    ``replace_one``: the relation of ``epsilon_`` (else add/remove).
     """
 
     sampler: BatchSampler
@@ -159,15 +136,20 @@ class _Plan:
     replace_one: bool
 
 
-def _mechanisms(plan, max_iter):
-    """``(sample_rate, steps)`` of the composition the accountants see.
+def _composition(plan, max_iter, neighboring_relation):
+    """The accountants' keyword arguments for the run's composition.
 
     Poisson sampling composes ``total_steps`` subsampled Gaussian mechanisms;
     shuffled batches compose one unsampled mechanism per epoch.
     """
-    if plan.sampler.poisson:
-        return plan.sampler.q, plan.total_steps
-    return 1.0, max_iter
+    poisson = plan.sampler.poisson
+    return {
+        "noise_multiplier": plan.sigma,
+        "sample_rate": plan.sampler.q if poisson else 1.0,
+        "steps": plan.total_steps if poisson else max_iter,
+        "sensitivity": plan.sensitivity,
+        "neighboring_relation": neighboring_relation,
+    }
 
 
 def _dp_guarantee(
@@ -178,32 +160,19 @@ def _dp_guarantee(
     ``assumed``: what else the release reads from the data, and the guarantee
     therefore assumes public (the label set, a detected one-hot layout).
     """
-    poisson, q = plan.sampler.poisson, plan.sampler.q
-    sample_rate, steps = _mechanisms(plan, max_iter)
-    epsilon = dpsgd_epsilon(
-        noise_multiplier=plan.sigma,
-        sample_rate=sample_rate,
-        steps=steps,
-        delta=plan.delta,
-        sensitivity=plan.sensitivity,
-        accountant=accountant,
-        neighboring_relation=neighboring_relation,
-    )
-    # the very event whose epsilon this is
-    event, event_relation = dpsgd_dp_event(
-        noise_multiplier=plan.sigma,
-        sample_rate=sample_rate,
-        steps=steps,
-        sensitivity=plan.sensitivity,
-        neighboring_relation=neighboring_relation,
-    )
-    if poisson:
-        how = f"Poisson sampling q={q:.6g}, {plan.total_steps} steps"
+    run = _composition(plan, max_iter, neighboring_relation)
+    epsilon = dpsgd_epsilon(**run, delta=plan.delta, accountant=accountant)
+    event, event_relation = dpsgd_dp_event(**run)  # the event of that epsilon
+    if plan.sampler.poisson:
+        how = f"Poisson sampling q={plan.sampler.q:.6g}, {plan.total_steps} steps"
     else:
         how = (
             f"shuffled batches, one Gaussian mechanism per epoch, "
             f"{max_iter} epochs, no amplification"
         )
+    calibrated = ""
+    if target is not None:
+        calibrated = f", noise_multiplier calibrated to epsilon={target:g}"
     return Guarantee(
         epsilon=epsilon,
         delta=plan.delta,
@@ -218,11 +187,7 @@ def _dp_guarantee(
         accountant=(
             f"{accountant.upper()} (dp-accounting, "
             f"{'REPLACE_ONE' if plan.replace_one else 'ADD_OR_REMOVE_ONE'})"
-            + (
-                ""
-                if target is None
-                else f", noise_multiplier calibrated to epsilon={target:g}"
-            )
+            f"{calibrated}"
         ),
         sensitivity=(2.0 if plan.replace_one else 1.0) * plan.sensitivity * plan.C,
         noise_std=plan.sigma * plan.C,
@@ -242,19 +207,14 @@ class DPSGDClassifier(GuaranteeMixin, ClassifierMixin, BaseEstimator):
     momentum. The fitted model reports, for every training example, three
     measures of its exposure:
 
-    * ``epsilon_`` at ``delta_``: the worst-case guarantee of every example,
-      under ``neighboring_relation`` (by default replacing one example, the
-      number of examples ``n`` public), from the PLD (or RDP) accountant of
-      ``dp-accounting``; ``guarantee_`` states the relation, what is public,
-      the sensitivity and the noise;
+    * ``epsilon_`` at ``delta_``: the worst-case guarantee of every example
+      under ``neighboring_relation``, from dp-accounting (``guarantee_``);
     * the per-instance epsilon of Yu et al. (2022) from the example's own
-      gradient norms (column ``epsilon`` of ``privacy_report_``), for adding
-      or removing that one example: see ``privacy_report_``;
+      gradient norms (column ``epsilon`` of ``privacy_report_``);
     * the Fisher information loss accounting of Guo et al. (2022, section 6):
       the trace of the Fisher information of all released steps about the
-      example's features, summed over the steps that sampled it and scaled
-      by the subsampling factor ``kappa``; columns ``fil``, ``dfil`` and
-      ``mse_bound``.
+      example's features, scaled by the subsampling factor ``kappa``;
+      columns ``fil``, ``dfil`` and ``mse_bound``.
 
     The privacy report is itself sensitive: it is computed from each
     example's data and must not be published; publish :meth:`release` only.
@@ -331,17 +291,13 @@ class DPSGDClassifier(GuaranteeMixin, ClassifierMixin, BaseEstimator):
         ``round(public_n_samples / batch_size)`` steps, whatever the realised
         number of training examples. A realised number more than 10 times
         off warns (never refuses, which would make the release depend on the
-        private number): the batches then average more than ten times
-        ``batch_size`` or less than a tenth of it.
+        private number).
     accountant : {"pld", "rdp"}, default="pld"
         Accountant of ``epsilon_``. ``"pld"``, dp-accounting's privacy loss
-        distributions, is the default because it is the one that supports
-        Poisson sampling under replace-one (and is the tighter one).
-        ``"rdp"`` is available for shuffled batches and for add/remove; with
-        Poisson sampling under replace-one it raises a ``ValueError`` before
-        any work (dp-accounting's RDP accountant has no replace-one analysis
-        of Poisson sampling; a group-privacy bound from add/remove would be
-        loose).
+        distributions, is the tighter one and the only one with a
+        replace-one analysis of Poisson sampling; ``"rdp"`` serves shuffled
+        batches and add/remove (with Poisson sampling under replace-one it
+        raises a ``ValueError`` before any work).
     delta : float, default=None
         Target delta; None means ``min(1e-5, 1 / (10 n))``
         (:func:`~sklearn_fil.accounting.default_delta`), with ``n =
@@ -355,21 +311,16 @@ class DPSGDClassifier(GuaranteeMixin, ClassifierMixin, BaseEstimator):
         accountant ``epsilon_`` comes from -- the sampling rate, the step
         count, the sensitivity ``2 s C`` (replace-one) or ``s C``, ``delta``
         (:func:`~sklearn_fil.accounting.dpsgd_noise_multiplier`).
-        ``noise_multiplier`` is then ignored. Needs clipping; the first fit
-        with given settings takes up to a few seconds (the PLD accountant
-        under Poisson sampling), later ones reuse it. In ``[1e-6, 1e5]``: a
-        smaller epsilon is 0 for every purpose (``e^epsilon - 1 < 1e-6``) and
-        beyond the calibration's float64 arithmetic; a larger one certifies
-        nothing, and would need noise below ``noise_multiplier``'s floor of
-        ``1e-3``. A target that even a noise multiplier of ``1e6`` misses
-        (at a tiny ``delta``) is a ``ValueError`` before any work.
+        ``noise_multiplier`` is then ignored. Needs clipping. In ``[1e-6,
+        1e5]``: a smaller epsilon is 0 for every purpose and beyond the
+        calibration's float64 arithmetic; a larger one certifies nothing. A
+        target that even a noise multiplier of ``1e6`` misses (at a tiny
+        ``delta``) is a ``ValueError`` before any work.
     per_instance_accounting : bool, default=True
         Whether to account the per-instance epsilon of every example
         (Poisson sampling only; add/remove of the example, see
         ``privacy_report_``); otherwise the report's ``epsilon`` column
-        holds ``epsilon_`` for everyone. It keeps each example's exact
-        number of steps at each norm level it visits, 50 to 60 bytes per
-        example at ten epochs (see
+        holds ``epsilon_`` for everyone (memory: see
         :class:`~sklearn_fil.accounting.PerInstanceAccountant`).
     fil_accounting : bool, default=True
         Whether to account the Fisher information loss of every example.
@@ -407,14 +358,9 @@ class DPSGDClassifier(GuaranteeMixin, ClassifierMixin, BaseEstimator):
         holds when every level of every encoded column is known in advance
         (give the encoder its ``categories``). Each group's columns must hold
         0/1 values with exactly one 1 per row (checked before any work). A
-        group ``G`` of ``k`` columns is one attribute measured on the tangent
-        space ``{v : sum_{j in G} v_j = 0}`` of its constraint, of dimension
-        ``k - 1``: its squared FIL is the trace ``sum_{j in G} ||J e_j||^2 -
-        ||J 1_G||^2 / k`` (summed over steps, scaled as ``fil``), which
-        replaces its columns' ``fil[...]`` by one ``fil[<name>]`` and its
-        columns' share of ``fil``. With ``fil_coordinates`` the sampled trace
-        less the exact correction ``||J 1_G||^2 / k`` stays unbiased (clamped
-        at zero).
+        group of ``k`` columns is one attribute ``fil[<name>]``, measured on
+        the ``k - 1`` dimensions of its constraint's tangent space (see
+        :class:`~sklearn_fil.neural._training.FILAccumulator`).
     norm_precision : float, default=0.01
         Per-instance accounting rounds each gradient norm (in units of
         ``C``) up to a multiple of this.
@@ -496,41 +442,27 @@ class DPSGDClassifier(GuaranteeMixin, ClassifierMixin, BaseEstimator):
         ``fil_coordinates=None`` (and ``fil[<target>]`` with
         ``private_label=True``), then ``epsilon`` (per-instance),
         ``grad_norm`` (the latest clipped gradient norm in units of ``C``)
-        and ``loss`` (at the released weights). ``fil`` is ``sqrt(Tr I_i)``, an upper
-        bound on the spectral FIL (the largest eigenvalue of a sum of
-        per-step matrices is not a sum of per-step quantities).
+        and ``loss`` (at the released weights). ``fil`` is ``sqrt(Tr I_i)``,
+        an upper bound on the spectral FIL (the largest eigenvalue of a sum
+        of per-step matrices is not a sum of per-step quantities).
 
         ``epsilon`` is the per-instance epsilon of Yu et al. (2022) under
-        **add/remove of that one example** with the others fixed, at the
-        run's ``q`` and step count (Poisson sampling): at every step it
-        composes the RDP of the Poisson-subsampled Gaussian at the example's
-        latest known clipped norm (computed for everyone before training,
-        updated whenever the example is sampled, rounded up to
-        ``norm_precision``, capped at ``s``). It is capped by the add/remove
-        epsilon of the whole run at the same ``q`` and steps (RDP), a bound
-        of the same relation, so the cap is sound; it
-        is not a replace-one quantity even when ``epsilon_`` is (replacing
-        the example by another moves the sum by up to its norm plus ``s``).
-        It is an estimate, since a norm can grow between two samplings of its
-        example, unlike ``epsilon_``, a guarantee. With shuffled batches or
-        ``per_instance_accounting=False`` the column holds ``epsilon_``.
+        **add/remove of that one example**, at the run's ``q`` and steps: at
+        every step, the RDP of the Poisson-subsampled Gaussian at the
+        example's latest known clipped norm (updated whenever it is sampled,
+        rounded up to ``norm_precision``, capped at ``s``), capped by the
+        add/remove RDP epsilon of the whole run. It is not a replace-one
+        quantity even when ``epsilon_`` is, and an estimate, not a guarantee
+        (a norm can grow between two samplings of its example).
     attribute_fil_ : pandas.Series
         FIL of each attribute of the report (``fil[<name>]``: a feature, a
-        one-hot group, the label) over all training examples: ``sqrt`` of
-        the trace of the Fisher information of the released steps about
-        that attribute of every example, i.e. ``sqrt(sum_i fil[<name>]_i^2)``
-        (the Fisher information about different examples' coordinates sits
-        off the diagonal, so the trace is the sum of the per-example ones).
-        The GLMs' ``attribute_fil_`` is the spectral norm of the same
-        matrix; like ``fil``, this trace form is an upper bound on it (the
-        per-step matrices do not compose spectrally). Empty without
-        per-attribute columns (``fil_coordinates`` set and no private label,
-        or no FIL accounting).
+        one-hot group, the label) over all training examples,
+        ``sqrt(sum_i fil[<name>]_i^2)``: the trace form, an upper bound on
+        the spectral norm the GLMs report. Empty without per-attribute
+        columns.
     dataset_fil_ : float
-        FIL of the whole training set, ``sqrt(sum_i fil_i^2)``: the square
-        root of the trace over every private coordinate of every example, so
-        at least every entry of ``attribute_fil_``. NaN without FIL
-        accounting.
+        FIL of the whole training set, ``sqrt(sum_i fil_i^2)``. NaN without
+        FIL accounting.
     n_features_in_ : int
         Number of features.
     feature_names_in_ : ndarray of str
@@ -801,9 +733,7 @@ class DPSGDClassifier(GuaranteeMixin, ClassifierMixin, BaseEstimator):
         X : {array-like, sparse matrix, DataFrame} of shape (n_samples, n_features)
             Training data, the private features. A scipy sparse matrix (the
             output of :class:`~sklearn.preprocessing.OneHotEncoder`) is
-            trained on NumPy without a dense copy: each batch's rows are
-            densified for its step, at ``O(batch_size * n_features)`` a step,
-            less than the step's own products.
+            trained on NumPy without a dense copy, a batch at a time.
         y : array-like of shape (n_samples,)
             Class labels.
         coefs_init : list of array-like, default=None
@@ -951,11 +881,8 @@ class DPSGDClassifier(GuaranteeMixin, ClassifierMixin, BaseEstimator):
 
     @staticmethod
     def _attribute_columns(privacy, names, groups, target_name):
-        """``{name: per-example FIL}`` in the GLMs' order.
-
-        Features outside the groups, each group at its first column, then
-        the label.
-        """
+        """``{name: per-example FIL}`` in the GLMs' order: features outside
+        the groups, each group at its first column, then the label."""
         columns = {}
         attr, group_fil = privacy["attribute_fil"], privacy["group_fil"]
         first = {min(cols): g for g, cols in enumerate(groups.values())}
@@ -973,12 +900,8 @@ class DPSGDClassifier(GuaranteeMixin, ClassifierMixin, BaseEstimator):
         return columns
 
     def _init_network(self, widths, rng, xp=np, device=None, init=None):
-        """The network at ``init``, or at the default initialisation.
-
-        The default is zeros for logistic regression and Glorot uniform for an
-        MLP, drawn on the host by ``rng``. The weights then move to ``xp`` and
-        ``device``.
-        """
+        """The network at ``init``, or else zeros for logistic regression and
+        Glorot uniform for an MLP (drawn on the host by ``rng``), on ``xp``."""
         if init is None:
             init = ([], [])
             for fan_in, fan_out in itertools.pairwise(widths):
@@ -1029,15 +952,9 @@ class DPSGDClassifier(GuaranteeMixin, ClassifierMixin, BaseEstimator):
             return plan
         # the noise whose reported epsilon is the target: the same sampling,
         # steps, sensitivity, relation, accountant and delta as epsilon_
-        sample_rate, steps = _mechanisms(plan, self.max_iter)
-        run = {
-            "sample_rate": sample_rate,
-            "steps": steps,
-            "delta": plan.delta,
-            "sensitivity": plan.sensitivity,
-            "accountant": self.accountant,
-            "neighboring_relation": self.neighboring_relation,
-        }
+        run = _composition(plan, self.max_iter, self.neighboring_relation)
+        del run["noise_multiplier"]
+        run.update(delta=plan.delta, accountant=self.accountant)
         # the largest noise allowed must reach the target (a cheap check: the
         # accountants are fast at large noise), else no calibration can
         largest = _NOISE_RANGE[1]
@@ -1046,7 +963,7 @@ class DPSGDClassifier(GuaranteeMixin, ClassifierMixin, BaseEstimator):
             raise ValueError(
                 f"target_epsilon={self.target_epsilon!r} is below epsilon="
                 f"{floor:.3g}, what noise_multiplier={largest:g} (the largest "
-                f"allowed) gives at delta={plan.delta:g} over {steps} "
+                f"allowed) gives at delta={plan.delta:g} over {run['steps']} "
                 "mechanisms. Raise target_epsilon or delta, or take fewer steps "
                 "(max_iter)."
             )
@@ -1101,44 +1018,38 @@ class DPSGDClassifier(GuaranteeMixin, ClassifierMixin, BaseEstimator):
         :func:`_dp_guarantee`).
 
         The random numbers are drawn in the order described in
-        :mod:`sklearn_fil.neural._training`. On NumPy the loop and the full
-        passes run in :class:`~sklearn_fil.neural._threads.StepThreads`
-        (BLAS on one thread, the GEMMs and the noise split over the run's
-        own threads). The result has the final ``"loss"`` of every example.
+        :mod:`sklearn_fil.neural._training`. The result has the final
+        ``"loss"`` of every example.
         """
         xp, device = net.xp, _device(X)
         n, d = X.shape
         plan = self._plan(n)
         fil = self._fil_accumulator(plan, n, d, xp, device, groups)
         norms = NormAccountant(self._per_instance_accountant(plan, n), xp)
-        with StepThreads() if xp is np else contextlib.nullcontext() as threads:
-            net.threads = threads
-            if norms.accountant is None:
-                norms.defer(net, n, device)
-            else:
-                norms.refresh(self._full_pass_norms(net, X, Y))
-            optimiser = NoisySGD(
-                net,
-                noise_multiplier=plan.sigma,
-                max_grad_norm=plan.C,
-                divisor=plan.sampler.divisor,
-                learning_rate=float(self.learning_rate),
-                momentum=float(self.momentum),
-                alpha=float(self.alpha),
-                device=device,
-                rng=rng,
-                threads=threads,
+        if norms.accountant is None:
+            norms.defer(net, n, device)
+        else:
+            norms.refresh(self._full_pass_norms(net, X, Y))
+        optimiser = NoisySGD(
+            net,
+            noise_multiplier=plan.sigma,
+            max_grad_norm=plan.C,
+            divisor=plan.sampler.divisor,
+            learning_rate=float(self.learning_rate),
+            momentum=float(self.momentum),
+            alpha=float(self.alpha),
+            device=device,
+            rng=rng,
+        )
+        try:
+            recorder = self._epochs(net, X, Y, rng, plan, optimiser, fil, norms)
+            _check_finite_weights(net)
+            norms.finish(
+                lambda net0, rows: self._full_pass_norms(net0, X, Y, rows), device
             )
-            try:
-                recorder = self._epochs(net, X, Y, rng, plan, optimiser, fil, norms)
-                _check_finite_weights(net)
-                norms.finish(
-                    lambda net0, rows: self._full_pass_norms(net0, X, Y, rows), device
-                )
-                loss = self._full_pass_losses(net, X, Y)
-            finally:
-                net.threads = None
-                optimiser.detach(net)
+            loss = self._full_pass_losses(net, X, Y)
+        finally:
+            optimiser.detach(net)
         self.n_iter_ = self.max_iter
         self.t_ = plan.total_steps
         self.noise_multiplier_ = plan.sigma
@@ -1163,7 +1074,6 @@ class DPSGDClassifier(GuaranteeMixin, ClassifierMixin, BaseEstimator):
                 norms.refresh(self._full_pass_norms(net, X, Y))
             for idx in sampler.epoch(rng):
                 t += 1
-                optimiser.begin_step()  # the noise, drawn by idle threads
                 grads = new_norms = None
                 if idx.size:
                     rows = _backend.Rows(idx, n, xp, device)
@@ -1171,9 +1081,8 @@ class DPSGDClassifier(GuaranteeMixin, ClassifierMixin, BaseEstimator):
                     if fast is not None:
                         batch = fast(idx, fil is not None, bool(fil and fil.groups))
                     if batch is None:
-                        data, at = _gather(X, idx)
                         batch = clipped_batch(
-                            net, data, rows.take(Y), C, self.clipping, finite, rows=at
+                            net, _take(X, rows), rows.take(Y), C, self.clipping, finite
                         )
                         grads = net.weighted_sum(
                             batch.acts, batch.deltas, batch.c, out=optimiser.grads
@@ -1200,20 +1109,13 @@ class DPSGDClassifier(GuaranteeMixin, ClassifierMixin, BaseEstimator):
         """The guarantee and the per-example columns of the privacy report."""
         grad_norm = _backend.to_numpy(norms.norms)
         n = grad_norm.shape[0]
+        nan = np.full(n, np.nan)
+        out = {"fil": nan, "dfil": nan, "mse_bound": nan, "grad_norm": grad_norm}
+        out.update(attribute_fil=None, group_fil=None, label_fil=None)
         if not plan.private:
             reason = _NO_NOISE_MSG if plan.sigma == 0 else _NO_CLIP_MSG
-            nan = np.full(n, np.nan)
-            return {
-                "fil": nan,
-                "dfil": nan,
-                "mse_bound": nan,
-                "epsilon": np.full(n, np.inf),
-                "grad_norm": grad_norm,
-                "attribute_fil": None,
-                "group_fil": None,
-                "label_fil": None,
-                "guarantee": Guarantee.none(reason, mechanism=_MECHANISM),
-            }
+            guarantee = Guarantee.none(reason, mechanism=_MECHANISM)
+            return {**out, "epsilon": np.full(n, np.inf), "guarantee": guarantee}
         guarantee = _dp_guarantee(
             plan,
             self.accountant,
@@ -1222,56 +1124,19 @@ class DPSGDClassifier(GuaranteeMixin, ClassifierMixin, BaseEstimator):
             target=self.target_epsilon,
             assumed=assumed,
         )
-        if fil is None:
-            nan = np.full(n, np.nan)
-            out = {
-                "fil": nan,
-                "dfil": nan,
-                "mse_bound": nan,
-                "attribute_fil": None,
-                "group_fil": None,
-                "label_fil": None,
-            }
-        else:
-            out = fil.result(n_outputs)
+        if fil is not None:
+            out.update(fil.result(n_outputs))
             _check_finite_fil(out)
         if norms.accountant is None:
             epsilon = np.full(n, guarantee.epsilon)
         else:
-            epsilon = self._per_instance_epsilon(
-                norms.accountant,
-                plan.sigma,
-                plan.sampler.q,
-                plan.total_steps,
-                plan.delta,
-                plan.sensitivity,
-            )
-        return {
-            **out,
-            "epsilon": epsilon,
-            "grad_norm": grad_norm,
-            "guarantee": guarantee,
-        }
-
-    def _per_instance_epsilon(
-        self, per_instance, noise_multiplier, q, steps, delta, sensitivity
-    ):
-        """Per-instance (add/remove) epsilon, capped by a bound of the same relation.
-
-        Both the per-instance RDP and the add/remove RDP epsilon of the whole
-        run (at the same ``q`` and steps) bound the loss of adding or
-        removing one example, so their minimum does too.
-        """
-        cap = dpsgd_epsilon(
-            noise_multiplier=noise_multiplier,
-            sample_rate=q,
-            steps=steps,
-            delta=delta,
-            sensitivity=sensitivity,
-            accountant="rdp",
-            neighboring_relation="add_remove",
-        )
-        return np.minimum(per_instance.epsilon(delta), cap)
+            # The per-instance RDP and the add/remove RDP epsilon of the whole
+            # run (same q and steps) both bound the loss of adding or removing
+            # one example, so their minimum does too.
+            run = _composition(plan, self.max_iter, "add_remove")
+            cap = dpsgd_epsilon(**run, delta=plan.delta, accountant="rdp")
+            epsilon = np.minimum(norms.accountant.epsilon(plan.delta), cap)
+        return {**out, "epsilon": epsilon, "guarantee": guarantee}
 
     @staticmethod
     def _full_pass_losses(net, X, Y):
@@ -1296,7 +1161,7 @@ class DPSGDClassifier(GuaranteeMixin, ClassifierMixin, BaseEstimator):
                 Yb = Y[block, ...]
             else:
                 part = _backend.Rows(rows[block], X.shape[0], net.xp, _device(X))
-                acts, logits = net.forward(*_gather(X, rows[block]))
+                acts, logits = net.forward(_take(X, part))
                 Yb = part.take(Y)
             g_norm = net.grad_norms(acts, net.backward(acts, logits, Yb))
             check_finite_norms(g_norm, net.xp)
@@ -1442,13 +1307,9 @@ def _dense(X, rows):
     return X[rows].toarray() if issparse(X) else X[rows, ...]
 
 
-def _gather(X, rows):
-    """``(data, rows)`` of a forward pass over ``X[rows]``.
-
-    The pass gathers the rows of a dense X itself; those of a sparse X are
-    densified here.
-    """
-    return (X[rows].toarray(), None) if issparse(X) else (X, rows)
+def _take(X, rows):
+    """``X[rows]`` (a :class:`_backend.Rows`) as dense rows."""
+    return X[rows.indices].toarray() if issparse(X) else rows.take(X)
 
 
 def _check_squares_finite(X):

@@ -180,11 +180,8 @@ def linear_fil_accumulate_serial(
 ):
     """:func:`linear_fil_accumulate` on the calling thread (the same values).
 
-    For a few coordinates a step's work is a fraction of a millisecond: a
-    parallel region per step costs more than it saves, and on a shared
-    machine each one waits for a thread that another job has descheduled
-    (10 epochs of 60000 x 784 with 16 coordinates under a load of 2.5: 18 s
-    in parallel, 2.3 s on one thread).
+    For a few coordinates a step's work is a fraction of a millisecond, less
+    than a parallel region costs.
     """
     for i in range(rows.shape[0]):
         _fil_accumulate_row(
@@ -232,28 +229,18 @@ def noisy_sgd_block(
     """
     split = min(max(n_decayed, start), stop)
     for lo, hi, decayed in ((start, split, True), (split, stop, False)):
-        if momentum == 0.0:
-            for i in range(lo, hi):
-                g = grads[i]
-                if noise_std != 0.0:
-                    g += noise_std * noise[i]
-                g /= divisor
-                grads[i] = g
-                if decayed:
-                    g += alpha * params[i]
-                params[i] -= learning_rate * g
-        else:
-            for i in range(lo, hi):
-                g = grads[i]
-                if noise_std != 0.0:
-                    g += noise_std * noise[i]
-                g /= divisor
-                grads[i] = g
-                if decayed:
-                    g += alpha * params[i]
+        for i in range(lo, hi):
+            g = grads[i]
+            if noise_std != 0.0:
+                g += noise_std * noise[i]
+            g /= divisor
+            grads[i] = g
+            if decayed:
+                g += alpha * params[i]
+            if momentum != 0.0:
                 g += momentum * velocity[i]
                 velocity[i] = g
-                params[i] -= learning_rate * g
+            params[i] -= learning_rate * g
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
@@ -352,12 +339,9 @@ def binary_clipped_sum(
         z[i] = margin
         delta[i] = error
         wd = error * factor
-        if keep:
-            for j in range(d):
+        for j in range(d):
+            if keep:
                 gathered[i, j] = x[j]
-                grad_w[j] += x[j] * wd
-        else:
-            for j in range(d):
-                grad_w[j] += x[j] * wd
+            grad_w[j] += x[j] * wd
         grad_b += wd
     return grad_b, True

@@ -37,6 +37,14 @@ _SQRT_2PI = math.sqrt(2.0 * math.pi)
 _TINY = float(np.finfo(np.float64).tiny)
 # Entries (batch x coordinates x width) of one chunk of Jacobian-vector products.
 _TANGENT_ENTRIES = 2**22
+# The tangent of ``act'(z)`` along ``da`` (the tangent of ``a = act(z)``) for
+# the input Jacobians; None where ``act'`` is locally constant. The logistic
+# one is not written: its Jacobians raise.
+SLOPE_TANGENTS = {
+    "tanh": lambda a, da: -2.0 * a * da,
+    "relu": None,
+    "identity": None,
+}
 
 
 def gelu(x, xp=None):
@@ -142,10 +150,8 @@ def clipped_tangent_sq_norm(gg, g_dg, norms, c, dc, xp):
 _DIRECT_FLOOR = 2.0**-1000
 
 
-def _direct_norms(acts, deltas, first_sq=None):
+def _direct_norms(acts, deltas):
     """``||g_i||`` from plain sums of squares, or None where that is not exact.
-
-    ``first_sq``: the squared row norms of ``acts[0]`` when already known.
 
     ``||g_i||^2 = sum_l (||a_l,i||^2 + 1) ||delta_l,i||^2``, computed
     directly (NumPy). Overflow anywhere leaves a non-finite sum; underflow
@@ -158,11 +164,8 @@ def _direct_norms(acts, deltas, first_sq=None):
     """
     with np.errstate(over="ignore", under="ignore", invalid="ignore"):
         sq = bound = None
-        for layer, (a, d) in enumerate(zip(acts, deltas, strict=True)):
-            a_sq = first_sq if layer == 0 and first_sq is not None else None
-            if a_sq is None:
-                a_sq = np.einsum("ij,ij->i", a, a)
-            weight = a_sq + 1.0
+        for a, d in zip(acts, deltas, strict=True):
+            weight = np.einsum("ij,ij->i", a, a) + 1.0
             term = weight * np.einsum("ij,ij->i", d, d)
             sq = term if sq is None else sq + term
             bound = weight if bound is None else np.maximum(bound, weight)
@@ -204,102 +207,6 @@ class Network(DenseNetwork):
         with the generic array-API code.
     """
 
-    # Threads and scratch arrays of the NumPy training loop (a StepThreads),
-    # or None. While set, the arrays of one forward and backward pass are
-    # overwritten by the next.
-    threads = None
-
-    # The rows gathered by the last forward pass and their squared norms.
-    _gathered = None
-
-    def _scratch(self, key, shape):
-        """A reused scratch array while :attr:`threads` is set, else None."""
-        return None if self.threads is None else self.threads.buffer(key, shape)
-
-    def forward(self, X, rows=None):
-        """Activations ``[a_0 = X, a_1, ..., a_{L-1}]`` and output logits.
-
-        On NumPy the bias and the activation are applied in place, and with
-        :attr:`threads` set each layer's product is split by rows over the
-        threads, into reused arrays; the values are those of the base class.
-
-        ``rows``: host indices; the pass is then over ``X[rows]`` (``a_0``),
-        gathered by the threads with the first product when they are set.
-        """
-        if rows is not None and self.threads is None:
-            X = _backend.Rows(rows, X.shape[0], self.xp, _backend.device(X)).take(X)
-            rows = None
-        if self.xp is not np:
-            return super().forward(X)
-        threads = self.threads
-        n = X.shape[0] if rows is None else rows.size
-        last = len(self.coefs) - 1
-        acts, a = [], X
-        for layer, (W, b) in enumerate(zip(self.coefs, self.intercepts, strict=True)):
-            if layer == last:
-                out, then = None, None
-            else:  # each thread adds the bias and activates its rows
-                out = self._scratch(("act", layer), (n, W.shape[1]))
-
-                def then(z, b=b):
-                    z += b
-                    self._activate_in_place(z)
-
-            if threads is None:
-                z = np.matmul(a, W, out=out)
-                if then is not None:
-                    then(z)
-            elif rows is not None and layer == 0:
-                x_sq = threads.buffer("x_sq", (n,))
-                a, z = threads.gather_matmul(
-                    X, rows, W, out=out, then=then, row_sq=x_sq
-                )
-                self._gathered = (a, x_sq)  # for grad_norms
-            else:
-                z = threads.matmul(a, W, out=out, then=then)
-            acts.append(a)
-            if layer == last:
-                z += b
-            a = z
-        return acts, a
-
-    def backpropagate(self, acts, output):
-        """Derivatives of ``sum_k output[:, k] z_L[:, k]`` per layer, first to last.
-
-        As the base class; on NumPy with :attr:`threads` set, into reused
-        arrays with the slope applied in place (the same operations, the
-        same values).
-        """
-        if self.xp is not np or self.threads is None:
-            return super().backpropagate(acts, output)
-        deltas = [output]
-        for layer in range(len(self.coefs) - 1, 0, -1):
-            a, W = acts[layer], self.coefs[layer]
-            back = self._scratch(("delta", layer), a.shape)
-            if W.shape[1] == 1:  # an outer product: one multiply per entry
-                np.multiply(deltas[0], W.T, out=back)
-            else:
-                np.matmul(deltas[0], W.T, out=back)
-            if self.activation != "identity":
-                slope = self._scratch("slope", a.shape)
-                if self.activation == "tanh":  # 1 - a * a
-                    np.subtract(1.0, np.multiply(a, a, out=slope), out=slope)
-                elif self.activation == "logistic":  # a * (1 - a)
-                    np.multiply(a, np.subtract(1.0, a, out=slope), out=slope)
-                else:  # relu
-                    np.greater(a, 0.0, out=slope)
-                back *= slope
-            deltas.insert(0, back)
-        return deltas
-
-    def _activate_in_place(self, z):
-        """:meth:`_activate` of a NumPy array, written over it."""
-        if self.activation == "tanh":
-            return np.tanh(z, out=z)
-        if self.activation == "relu":
-            return np.maximum(z, 0.0, out=z)
-        return self._activate(z)
-
     def grad_norms(self, acts, deltas):
         """Per-example gradient norms ``||g_i||`` over all weights and biases.
 
@@ -317,9 +224,7 @@ class Network(DenseNetwork):
         """
         xp = self.xp
         if xp is np:
-            gathered = self._gathered
-            x_sq = gathered[1] if gathered and gathered[0] is acts[0] else None
-            norms = _direct_norms(acts, deltas, x_sq)
+            norms = _direct_norms(acts, deltas)
             if norms is not None:
                 return norms
         layers = []
@@ -350,7 +255,7 @@ class Network(DenseNetwork):
         """``sum_i weights_i g_i`` as per-layer (coef, intercept) gradients.
 
         ``out`` (NumPy): per-layer ``(coef, intercept)`` arrays written in
-        place and returned, the products split over :attr:`threads` when set.
+        place and returned.
         """
         if out is None:
             out = []
@@ -358,13 +263,9 @@ class Network(DenseNetwork):
                 wd = d * weights[:, None]
                 out.append((a.T @ wd, self.xp.sum(wd, axis=0)))
             return out
-        for layer, (a, d, (gW, gb)) in enumerate(zip(acts, deltas, out, strict=True)):
-            scratch = self._scratch(("weighted", layer), d.shape)
-            wd = np.multiply(d, weights[:, None], out=scratch)
-            if self.threads is None:
-                np.matmul(a.T, wd, out=gW)
-            else:
-                self.threads.matmul_t(a, wd, gW)
+        for a, d, (gW, gb) in zip(acts, deltas, out, strict=True):
+            wd = d * weights[:, None]
+            np.matmul(a.T, wd, out=gW)
             np.sum(wd, axis=0, out=gb)
         return out
 
@@ -439,9 +340,8 @@ class Network(DenseNetwork):
         Notes
         -----
         NumPy networks without hidden layers use the numba kernel
-        :func:`~sklearn_fil.neural._kernels.linear_jacobian_sq_norms`; every
-        other case, every namespace other than NumPy included, uses the
-        generic forward-over-reverse code, tested equal to the kernel.
+        :func:`~sklearn_fil.neural._kernels.linear_jacobian_sq_norms`, the
+        others the generic forward-over-reverse code.
         """
         xp = self.xp
         b, m = acts[0].shape[0], coords.shape[0]
@@ -470,22 +370,9 @@ class Network(DenseNetwork):
     def direction_sq_norms(self, acts, logits, deltas, norms, c, dc, directions):
         """``||J_i u||^2`` of the clipped gradient along input directions ``u``.
 
-        The generic forward-over-reverse code of :meth:`jacobian_sq_norms`
-        with the tangent ``u`` in place of ``e_j`` (for a constrained one-hot
-        group, ``u = 1_G``, its all-ones direction), in every namespace.
-
-        Parameters
-        ----------
-        acts, logits, deltas : list of ndarray, ndarray, list of ndarray
-            Forward and backward pass of the batch.
-        norms, c, dc : ndarray of shape (b,)
-            Gradient norms, clip factors and their derivatives.
-        directions : ndarray of shape (m, d)
-            The directions ``u``, one per row, in the namespace of the network.
-
-        Returns
-        -------
-        sq : ndarray of shape (b, m)
+        :meth:`jacobian_sq_norms` (its generic code) with the rows of
+        ``directions``, shape ``(m, d)``, in place of the ``e_j`` (for a
+        constrained one-hot group, ``u = 1_G``, its all-ones direction).
         """
         return self._jvp_sq_norms(
             acts, logits, deltas, norms, c, dc, None, directions=directions
@@ -496,8 +383,7 @@ class Network(DenseNetwork):
     ):
         xp = self.xp
         L = len(self.coefs)
-        if L > 1 and self.activation == "logistic":
-            # the tangent of a logistic slope is not written below
+        if L > 1 and self.activation not in SLOPE_TANGENTS:
             raise NotImplementedError(
                 "Input Jacobians need activation 'tanh', 'relu' or 'identity'."
             )
@@ -523,12 +409,13 @@ class Network(DenseNetwork):
             W = self.coefs[layer]
             back_dot = ddeltas[0] @ W.T
             slope = self.slope(acts, layer)[:, None, :]
-            if self.activation == "tanh":
-                back = (deltas[layer] @ W.T)[:, None, :]
-                dslope = -2.0 * acts[layer][:, None, :] * dacts[layer]
-                ddeltas.insert(0, back_dot * slope + back * dslope)
-            else:  # relu, identity: the slope is locally constant
+            tangent = SLOPE_TANGENTS[self.activation]
+            if tangent is None:
                 ddeltas.insert(0, back_dot * slope)
+            else:
+                back = (deltas[layer] @ W.T)[:, None, :]
+                dslope = tangent(acts[layer][:, None, :], dacts[layer])
+                ddeltas.insert(0, back_dot * slope + back * dslope)
         gg = g_dg = None  # ||dg||^2 and g . dg, summed over the layers
         for layer in range(L):
             a, d, dd = acts[layer], deltas[layer], ddeltas[layer]

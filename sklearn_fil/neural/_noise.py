@@ -8,17 +8,13 @@ its deviates, step after step, from its own generator: an ``SFC64`` bit
 generator seeded with child ``k`` of a :class:`numpy.random.SeedSequence`
 whose entropy is 128 bits drawn once per fit from the fit's generator.
 Spawned seed sequences give independent streams, so the deviates are
-independent across coordinates and steps; the blocks can be drawn on
-different threads without changing a single deviate (the result does not
-depend on the number of threads), and the same seed gives the same noise.
+independent across coordinates and steps, and the same seed gives the same
+noise.
 
 The deviates are NumPy's ziggurat (``Generator.standard_normal``), drawn in
 numba (:func:`~sklearn_fil.neural._kernels.standard_normal_block`, the same
-numbers about 3 times faster than NumPy's fill) or inside the fused update
-:func:`~sklearn_fil.neural._kernels.noisy_sgd_block`. ``SFC64`` is the
-fastest of NumPy's bit generators here (0.7 ms for the 200,961 deviates of
-a 784 -> 256 -> 1 MLP, against 1.3 ms with PCG64 and 3.4 ms for the legacy
-``RandomState.normal``); like them, it is not a cryptographic generator.
+numbers as NumPy's fill, faster). ``SFC64`` is the fastest of NumPy's bit
+generators; like them, it is not a cryptographic generator.
 """
 
 # Authors: The sklearn-fil developers
@@ -34,16 +30,9 @@ MIN_BLOCK = 2**13
 
 
 def seed_sequence(rng):
-    """A :class:`~numpy.random.SeedSequence` from 128 bits drawn from ``rng``.
+    """A :class:`~numpy.random.SeedSequence` from four 32-bit words of ``rng``.
 
-    Parameters
-    ----------
-    rng : numpy.random.RandomState or numpy.random.Generator
-        The fit's generator (four 32-bit words are drawn from it).
-
-    Returns
-    -------
-    seed : numpy.random.SeedSequence
+    ``rng``, the fit's generator, is a ``RandomState`` or a ``Generator``.
     """
     if isinstance(rng, np.random.Generator):
         words = rng.integers(0, 2**32, size=4, dtype=np.uint64)
@@ -102,28 +91,9 @@ class NoiseStreams:
             )
         ]
 
-    def tasks(self, out):
-        """One function per block drawing its next deviates into ``out``.
-
-        ``out``: host array of shape ``(size,)``. The functions may run in
-        any order, on any threads, but each exactly once per draw.
-        """
+    def fill(self, out):
+        """The next deviates of every block into ``out`` (host, ``(size,)``)."""
         if out.shape != (self.size,):
             raise ValueError(f"out must have shape ({self.size},); got {out.shape}.")
-        return [
-            lambda g=g, lo=lo, hi=hi: standard_normal_block(g, out[lo:hi])
-            for g, lo, hi in self.blocks
-        ]
-
-    def fill(self, out, threads=None):
-        """The next deviates of every block into ``out`` (host, ``(size,)``).
-
-        ``threads``: a :class:`~sklearn_fil.neural._threads.StepThreads` to
-        draw the blocks on (the deviates are the same without).
-        """
-        tasks = self.tasks(out)
-        if threads is None:
-            for task in tasks:
-                task()
-        else:
-            threads.run(tasks)
+        for g, lo, hi in self.blocks:
+            standard_normal_block(g, out[lo:hi])

@@ -22,7 +22,6 @@ without noise).
 # Authors: The sklearn-fil developers
 # SPDX-License-Identifier: BSD-3-Clause
 
-import itertools
 import math
 from dataclasses import dataclass
 from numbers import Integral
@@ -44,7 +43,7 @@ from sklearn_fil.neural._network import (
     check_finite_norms,
     clip_factor,
 )
-from sklearn_fil.neural._noise import NoiseStreams, block_bounds, seed_sequence
+from sklearn_fil.neural._noise import NoiseStreams, seed_sequence
 
 # Sampled coordinates up to which the logistic FIL kernel runs on one thread
 # (see linear_fil_accumulate_serial).
@@ -222,8 +221,7 @@ class BatchSampler:
     steps_per_epoch : int
         ``max(1, round(n_public / batch_size))``.
     divisor : float
-        ``batch_size``: the noisy sum is divided by it, never by the realised
-        batch size.
+        ``batch_size``, never the realised batch size.
     """
 
     def __init__(self, n, n_public, batch_size, poisson):
@@ -250,19 +248,10 @@ class BatchSampler:
 class ClippedBatch:
     """Forward and backward pass of a batch with its clip factors.
 
-    Attributes
-    ----------
-    acts, logits, deltas : list of ndarray, ndarray, list of ndarray
-        See :meth:`Network.forward <sklearn_fil.neural._network.Network.forward>`
-        and ``backward``.
-    norms : ndarray of shape (b,)
-        Unclipped per-example gradient norms.
-    c, dc : ndarray of shape (b,)
-        Clip factors and their derivatives in the norm.
-    data, x_sq : ndarray or None
-        Set by :class:`BinaryLinearSteps` when ``acts`` is None: the whole
-        data, whose rows ``rows.indices`` are the batch, and the squared
-        norms of those rows.
+    ``norms`` are the unclipped gradient norms, ``c`` and ``dc`` the clip
+    factors and their derivatives in the norm. ``data`` and ``x_sq``, set by
+    :class:`BinaryLinearSteps` when ``acts`` is None: the whole data, whose
+    rows ``rows.indices`` are the batch, and the rows' squared norms.
     """
 
     acts: list
@@ -273,6 +262,11 @@ class ClippedBatch:
     dc: object
     data: object = None
     x_sq: object = None
+
+    @property
+    def passes(self):
+        """``(acts, logits, deltas, norms, c, dc)``, the Jacobians' arguments."""
+        return self.acts, self.logits, self.deltas, self.norms, self.c, self.dc
 
 
 class FiniteCheck:
@@ -301,13 +295,9 @@ class FiniteCheck:
         self.flags = []
 
 
-def clipped_batch(net, Xb, Yb, max_grad_norm, clipping, finite, rows=None):
-    """The clipped per-example gradients of a batch, as a :class:`ClippedBatch`.
-
-    ``rows``: host indices of the batch in ``Xb`` (the whole data), gathered
-    by the forward pass; None when ``Xb`` is the batch.
-    """
-    acts, logits = net.forward(Xb, rows=rows)
+def clipped_batch(net, Xb, Yb, max_grad_norm, clipping, finite):
+    """The clipped per-example gradients of a batch, as a :class:`ClippedBatch`."""
+    acts, logits = net.forward(Xb)
     deltas = net.backward(acts, logits, Yb)
     norms = net.grad_norms(acts, deltas)
     finite(norms)
@@ -330,18 +320,8 @@ class BinaryLinearSteps:
     Make it after :class:`NoisySGD`, whose flat vector the network's weights
     then are (the kernel reads them there).
 
-    Parameters
-    ----------
-    net : Network
-        The network (see :meth:`applies`).
-    X, Y : ndarray
-        The whole training data and its ``(n, 1)`` labels.
-    max_grad_norm : float
-        Clipping bound ``C``.
-    clipping : {"gelu", "hard", None}
-        The clipping.
-    grads : list of (ndarray, ndarray)
-        :attr:`NoisySGD.grads`, written by each step.
+    ``X`` and ``Y`` are the whole training data and its ``(n, 1)`` labels,
+    ``grads`` is :attr:`NoisySGD.grads`, written by each step.
     """
 
     def __init__(self, net, X, Y, max_grad_norm, clipping, grads):
@@ -456,11 +436,10 @@ class NoisySGD:
 
     On NumPy the network's weights and biases become views of one flat
     vector (:func:`parameter_layout`), the clipped sums are written into
-    :attr:`grads`, the deviates are drawn into one buffer (by the idle
-    threads during the step, from :meth:`begin_step`) and the release and
-    update are one pass of :func:`~sklearn_fil.neural._kernels.noisy_sgd_block`
-    per block, spread over ``threads``. Other namespaces draw the same
-    deviates on the host and update on the device.
+    :attr:`grads`, the deviates are drawn into one buffer and the release and
+    update are one pass of
+    :func:`~sklearn_fil.neural._kernels.noisy_sgd_block`. Other namespaces
+    draw the same deviates on the host and update on the device.
 
     Parameters
     ----------
@@ -476,8 +455,6 @@ class NoisySGD:
         Device of the network's arrays (the noise is sent there).
     rng : numpy.random.RandomState or Generator
         The fit's generator, the noise's seed.
-    threads : StepThreads, default=None
-        Threads of the NumPy update and of the host noise.
 
     Attributes
     ----------
@@ -500,14 +477,12 @@ class NoisySGD:
         alpha,
         device,
         rng,
-        threads=None,
     ):
         self.sigma = noise_multiplier
         self.C = max_grad_norm
         self.divisor = divisor
         self.lr, self.momentum, self.alpha = learning_rate, momentum, alpha
         self.device = device
-        self.threads = threads
         coefs, intercepts, self.size = parameter_layout(net)
         self.layout = (coefs, intercepts)
         self.noise = None
@@ -542,7 +517,6 @@ class NoisySGD:
         )
         self.flat_velocity = np.zeros(self.size if self.momentum else 0)
         self.z = np.empty(self.size if self.noise is not None else 0)
-        self._drawn = False
 
     def detach(self, net):
         """Give the NumPy network its own arrays again (copies of the views)."""
@@ -571,20 +545,6 @@ class NoisySGD:
             return self._step_numpy(grads)
         return self._step_generic(net, grads)
 
-    def begin_step(self):
-        """Start drawing this step's noise on the idle threads (NumPy).
-
-        The workers draw the noise blocks while the step's single-threaded
-        work (activations, norms, clipping) runs, between the pieces of its
-        GEMMs; :meth:`step` waits for them. Optional: without it (and for
-        noise of one block) :meth:`step` draws the noise itself. The
-        deviates are the same either way.
-        """
-        noise, threads = self.noise, self.threads
-        if noise and threads and len(noise.blocks) > 1 and not self._drawn:
-            threads.background(noise.tasks(self.z))
-            self._drawn = True
-
     def _step_numpy(self, grads):
         if grads is None:
             self.flat_grads.fill(0.0)
@@ -592,34 +552,22 @@ class NoisySGD:
             for (gW, gb), (W, b) in zip(grads, self.grads, strict=True):
                 W[...], b[...] = gW, gb
         if self.noise is not None:
-            if self._drawn:
-                self.threads.wait_background()
-            else:
-                self.noise.fill(self.z, self.threads)
-            self._drawn = False
+            self.noise.fill(self.z)
         std = self.sigma * self.C if self.noise is not None else 0.0
-        tasks = [
-            lambda lo=lo, hi=hi: noisy_sgd_block(
-                lo,
-                hi,
-                std,
-                self.z,
-                self.flat_grads,
-                self.params,
-                self.flat_velocity,
-                self.n_weights,
-                self.divisor,
-                self.lr,
-                self.momentum,
-                self.alpha,
-            )
-            for lo, hi in itertools.pairwise(block_bounds(self.size))
-        ]
-        if self.threads is None:
-            for task in tasks:
-                task()
-        else:
-            self.threads.run(tasks)
+        noisy_sgd_block(
+            0,
+            self.size,
+            std,
+            self.z,
+            self.flat_grads,
+            self.params,
+            self.flat_velocity,
+            self.n_weights,
+            self.divisor,
+            self.lr,
+            self.momentum,
+            self.alpha,
+        )
         return self.grads
 
     def _step_generic(self, net, grads):
@@ -633,7 +581,7 @@ class NoisySGD:
         if self.noise is not None:
             # the deviates of the NumPy path, drawn on the host, sent over
             z = np.empty(self.size)
-            self.noise.fill(z, self.threads)
+            self.noise.fill(z)
             z *= self.sigma * self.C
             coefs, intercepts = self.layout
             noise = zip(_views(z, coefs), _views(z, intercepts), strict=True)
@@ -667,7 +615,9 @@ class FILAccumulator:
     0}`` of its sum-to-one constraint: its trace is ``sum_{j in G} ||J e_j||^2
     - ||J 1_G||^2 / k`` (``1_G`` the group's all-ones direction, as
     :meth:`~sklearn_fil.neural._network.Network.label_sq_norm` does for a
-    one-hot label), so each step also accumulates ``||J 1_G||^2``.
+    one-hot label), so each step also accumulates ``||J 1_G||^2``; with
+    sampled coordinates the trace less this exact correction stays unbiased
+    (clamped at zero).
 
     Parameters
     ----------
@@ -745,29 +695,13 @@ class FILAccumulator:
                 whole,
             )
         else:
-            sq = net.jacobian_sq_norms(
-                batch.acts,
-                batch.logits,
-                batch.deltas,
-                batch.norms,
-                batch.c,
-                batch.dc,
-                coords,
-            )
+            sq = net.jacobian_sq_norms(*batch.passes, coords)
             rows.add(self.trace, scale * self.xp.sum(sq, axis=1) * (d / m))
             if self.attr_sq is not None:
                 rows.add(self.attr_sq, scale * sq)
         if self.ones_sq is not None:
             # ||J 1_G||^2 of every group, by the generic code on every path
-            ones = net.direction_sq_norms(
-                batch.acts,
-                batch.logits,
-                batch.deltas,
-                batch.norms,
-                batch.c,
-                batch.dc,
-                self.directions,
-            )
+            ones = net.direction_sq_norms(*batch.passes, self.directions)
             rows.add(self.ones_sq, scale * ones)
         if self.label_sq is not None:
             label = net.label_sq_norm(
@@ -876,10 +810,7 @@ class NormAccountant:
         self.unseen = self.initial = None
 
     def defer(self, net, n, device):
-        """Start with no norm computed, keeping a copy of the initial ``net``.
-
-        The copy shares ``net.threads`` (its scratch arrays included).
-        """
+        """Start with no norm computed, keeping a copy of the initial ``net``."""
         self.norms = _backend.zeros(n, self.xp, device)
         self.unseen = np.ones(n, dtype=bool)
         self.initial = type(net)(
@@ -888,7 +819,6 @@ class NormAccountant:
             net.activation,
             xp=net.xp,
         )
-        self.initial.threads = net.threads
 
     def refresh(self, norms):
         """Replace every norm (a full pass); the accountant gets them too."""
@@ -920,15 +850,10 @@ class NormAccountant:
         NumPy norms go to the accountant at once; other namespaces queue
         them for :meth:`end_epoch`, so that no step waits for a transfer.
         """
-        if self.accountant is None:
-            return
-        if self.xp is np:
-            if new_norms is None:
-                self.accountant.step(np.empty(0), indices=indices)
-            else:
-                self.accountant.step(new_norms, indices=indices)
-        else:
+        if self.accountant is not None:
             self.pending.append((indices, new_norms))
+            if self.xp is np:
+                self.end_epoch()
 
     def end_epoch(self):
         """Replay the queued steps into the accountant."""

@@ -1,6 +1,6 @@
 # Authors: The sklearn-fil developers
 # SPDX-License-Identifier: BSD-3-Clause
-"""DP-SGD's noise, fused update, threads and deferred norms.
+"""DP-SGD's noise, fused update and deferred norms.
 
 The noise must be exactly ``N(0, (sigma C)^2)`` per coordinate, independent
 across coordinates and steps, and reproducible from ``random_state``: its
@@ -23,7 +23,6 @@ from sklearn_fil.neural import DPSGDClassifier
 from sklearn_fil.neural._kernels import noisy_sgd_block, standard_normal_block
 from sklearn_fil.neural._network import Network, _direct_norms
 from sklearn_fil.neural._noise import NoiseStreams, block_bounds, seed_sequence
-from sklearn_fil.neural._threads import StepThreads
 
 # Significance of each statistical test: a correct implementation fails one
 # of them with probability 1e-4 (the seeds are fixed, so a pass is stable).
@@ -52,7 +51,7 @@ def test_blocks_are_fixed_by_size_and_cover_it():
     assert np.ptp(np.diff(bounds)) <= 1
 
 
-def test_streams_are_spawned_seeds_and_independent_of_threads():
+def test_streams_are_spawned_seeds():
     size = 70_000
     noise = NoiseStreams(size, np.random.SeedSequence(3))
     z1 = np.empty(size)
@@ -65,13 +64,6 @@ def test_streams_are_spawned_seeds_and_independent_of_threads():
         g = np.random.Generator(np.random.SFC64(child))
         assert_array_equal(z1[lo:hi], g.standard_normal(hi - lo))
         assert_array_equal(z2[lo:hi], g.standard_normal(hi - lo))
-    # the same deviates on 1 or 4 threads
-    for n_threads in (1, 4):
-        again = NoiseStreams(size, np.random.SeedSequence(3))
-        z = np.empty(size)
-        with StepThreads(n_threads) as threads:
-            again.fill(z, threads)
-        assert_array_equal(z, z1)
 
 
 def test_seed_sequence_draws_128_bits_from_either_generator():
@@ -131,28 +123,6 @@ def test_fused_update_is_the_written_out_step():
     assert_allclose(got_params, params - 0.1 * grads / 4.0, rtol=1e-15)
 
 
-def test_background_tasks_run_once_and_errors_reach_the_caller():
-    with StepThreads(2) as threads:
-        out = np.zeros(16)
-
-        def mark(k):
-            out[k] += 1.0
-
-        threads.background([lambda k=k: mark(k) for k in range(8)])
-        threads.run([lambda k=k: mark(k) for k in range(8, 16)])
-        threads.wait_background()
-        assert_array_equal(out, np.ones(16))
-
-        def fail():
-            raise RuntimeError("task failed")
-
-        threads.background([fail])
-        with pytest.raises(RuntimeError, match="task failed"):
-            threads.wait_background()
-        with pytest.raises(RuntimeError, match="task failed"):
-            threads.run([fail, lambda: None])
-
-
 def _zero_feature_fit(sigma, C, seed, steps=3, **params):
     # the first layer's per-example gradients are x delta^T = 0: its
     # released gradient is noise / batch_size exactly
@@ -205,7 +175,7 @@ def test_same_seed_same_model_other_seed_other_noise():
 
 
 def test_one_blas_thread_gives_the_same_fit():
-    # the run's threads follow BLAS's: limited to one, the run is serial
+    # BLAS on one thread or on several: the same fit
     X, y = make_classification(n_samples=400, n_features=300, random_state=1)
     params = dict(hidden_layer_sizes=(64,), batch_size=128, max_iter=1, random_state=0)
     threaded = DPSGDClassifier(**params).fit(X, y)
