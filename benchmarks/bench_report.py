@@ -244,7 +244,7 @@ def worker_time(n, d, model, w_path, breakdown):
 FIT_STEPS = [
     ("linear_model/_base.py", "_prepare", "validation (one pass: extremes, finite)"),
     ("_glm.py", "fit_glm", "the minimiser (Newton)"),
-    ("fisher/_engine.py", "fisher_information_loss", "the report's FIL engine"),
+    ("fisher/_api.py", "fisher_information_loss", "the report's FIL engine"),
     ("_report.py", "attribute_variances", "column variances"),
     ("_leave_one_out.py", "leave_one_out", "exact leave-one-out Δᵢ"),
     ("linear_model/_per_instance.py", "_epsilon", "per-example ε"),

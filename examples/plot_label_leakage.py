@@ -165,7 +165,7 @@ def attack(noise_multiplier, max_grad_norm):
         for blocks, proba, truth, grad_norms in seen:
             full.append(grad_norms)
             for name, (F, released) in blocks.items():
-                labels = GradientLabelAttack(variant="general").recover(
+                labels = GradientLabelAttack(variant="general").fit_predict(
                     F, gradient=released
                 )
                 known = labels >= 0

@@ -26,11 +26,12 @@ step is the influence-function approximation ``w* + omega_i r_i H_-i^-1
 x~_i``, and the iteration converges linearly, at a rate of the order of
 ``Delta_i`` (the Hessian moves that little between ``w*`` and ``w_-i``).
 Problems that contract slower than :data:`_SLOW_RATE` per step are finished
-by damped Newton with their own, exact Hessian. Each step needs the
-gradients of every problem over all ``n`` examples, ``X~^T (omega * (psi'(X~
-W^T)))``: two GEMMs of ``n x p x b`` for ``b`` problems, so the iteration is
-``O(n^2 p)`` per step, not ``O(n p^2)``; it runs in blocks of problems whose
-``n x b`` temporaries stay near :data:`_BLOCK_BYTES`.
+by the fit's Newton solver (:func:`sklearn_fil._glm.newton`) on their own
+problem. Each step needs the gradients of every problem over all ``n``
+examples, ``X~^T (omega * (psi'(X~ W^T)))``: two GEMMs of ``n x p x b`` for
+``b`` problems, so the iteration is ``O(n^2 p)`` per step, not ``O(n p^2)``; it
+runs in blocks of problems whose ``n x b`` temporaries stay near
+:data:`_BLOCK_BYTES`.
 
 Accuracy. The iteration works in the displacement ``u = w_-i - w^``, from
 the minimiser ``w^`` refined by one Newton step from the given weights (so a
@@ -38,40 +39,33 @@ fit stopped at a looser tolerance does not shift ``Delta_i``), and evaluates
 ``psi'(m + delta) - psi'(m)`` without cancellation, so ``Delta_i`` keeps its
 relative accuracy however small it is: ``tol`` (default ``1e-10``) relative.
 
-Sparse X. A CSR ``X`` is never densified: its products give dense blocks of
-rows (``block x p``) or of problems (``n x b``), and the rows of the problems
-themselves are subtracted from their gradients on the stored values.
+Sparse X. A CSR ``X`` is never densified: its products give dense blocks.
 """
 
 # Authors: The sklearn-fil developers
 # SPDX-License-Identifier: BSD-3-Clause
 
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numba
 import numpy as np
-from scipy import sparse
-from scipy.special import expit
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import gen_batches
 
 from sklearn_fil._glm import (
     SINGULAR_RTOL,
+    GLMProblem,
     RowPasses,
     SPDFactor,
-    penalty,
-    row_blocks,
-    row_parallel,
+    newton,
     weighted_gram,
 )
-from sklearn_fil._losses import _SquaredLoss, get_family
+from sklearn_fil._losses import _SquaredLoss
+from sklearn_fil._threads import cache_rows, row_blocks, row_parallel
 from sklearn_fil.utils import _sparse
 
-# Bytes of one block of H^-1 x~_i rows in the closed form (cache-sized).
-_CACHE_BYTES = 2 * 2**20
-# Relative tolerance on Delta_i of the logistic iteration.
-LOO_TOL = 1e-10
+LOO_TOL = 1e-10  # see leave_one_out's tol
 # Bytes of the n x b temporaries of one block of logistic problems.
 _BLOCK_BYTES = 100 * 2**20
 # n x b float64 arrays alive at once in a block (the weighted derivative
@@ -80,8 +74,6 @@ _BLOCK_ARRAYS = 3
 # A problem whose Newton step shrinks by less than this factor per iteration
 # is finished with its own Hessian.
 _SLOW_RATE = 0.5
-# Halvings of a damped Newton step before giving up on decreasing the gradient.
-_MAX_HALVINGS = 30
 
 
 @dataclass(frozen=True)
@@ -160,11 +152,10 @@ def leave_one_out(
     -------
     result : LeaveOneOut
     """
-    n, d = X.shape
-    p = d + fit_intercept
+    glm = GLMProblem(loss, lam, fit_intercept, penalize_intercept, X, y, omega)
+    n, p, family = X.shape[0], glm.n_params, glm.family
     w = np.asarray(w, dtype=np.float64)
-    family = get_family(loss)
-    reg = penalty(p, omega.sum(), lam, fit_intercept, penalize_intercept)
+    reg = glm.penalty()
     passes = RowPasses(X, y, omega, family, fit_intercept)
     if gradient is None:
         gradient = passes.gradient(w) + reg * w  # keeps the margins at w
@@ -173,22 +164,19 @@ def leave_one_out(
     if not family.constant_curvature:
         kappa = omega * family.derivatives(passes.margin(w), y)[1]
     if hessian is None:
-        hessian = weighted_gram(X, kappa, fit_intercept)
-        hessian[np.diag_indices(p)] += reg
+        hessian = glm.penalised_hessian(weighted_gram(X, kappa, fit_intercept))
     factor = SPDFactor(hessian)
     # one Newton step from w: the exact minimiser to second order
     w_hat = w - factor.solve(gradient)
     shifts = np.zeros((n, p)) if return_shifts else None
-    if family.constant_curvature and not sparse.issparse(X):
+    if family.constant_curvature and not _sparse.issparse(X):
         sensitivity, singular = _dense_closed_form(
             X, y, omega, w_hat, factor.inverse(), fit_intercept, shifts
         )
         return _result(sensitivity, singular, w_hat, shifts, 1)
-    m_hat = X @ w_hat[:d] + (w_hat[d] if fit_intercept else 0.0)
+    m_hat = glm.margin(w_hat)
     r_hat, _ = family.derivatives(m_hat, y)
-    problem = _Problem(
-        X, omega, reg, fit_intercept, factor.inverse(), m_hat, r_hat, kappa, family
-    )
+    problem = _Problem(glm, factor.inverse(), w_hat, m_hat, r_hat, kappa)
     sensitivity = np.empty(n)
     if family.constant_curvature:
         _sparse_closed_form(problem, sensitivity, shifts)
@@ -230,7 +218,7 @@ def _dense_closed_form(X, y, omega, w_hat, H_inv, has_b, shifts=None):
     last column, the margins at ``w_hat``; one numba pass over the block
     then takes the leverages, the norms and ``Delta_i``
     (:func:`_squared_loo_rows`). The blocks run in parallel
-    (:func:`~sklearn_fil._glm.row_parallel`). Returns ``(Delta, singular)``:
+    (:func:`~sklearn_fil._threads.row_parallel`). Returns ``(Delta, singular)``:
     ``singular`` marks the rows whose removal leaves a singular Hessian.
     """
     n, d = X.shape
@@ -240,7 +228,7 @@ def _dense_closed_form(X, y, omega, w_hat, H_inv, has_b, shifts=None):
     y = np.asarray(y, dtype=np.float64)
     coef, norm = np.empty(n), np.empty(n)
     singular = np.zeros(n, dtype=bool)
-    block = max(1, _CACHE_BYTES // (8 * (p + 1)))
+    block = cache_rows(p + 1)
 
     def segment(rows):
         buffer = np.empty((min(block, rows.stop - rows.start), p + 1))
@@ -291,12 +279,12 @@ def _sparse_closed_form(problem, sensitivity, shifts=None):
 
     Blocks of rows whose ``n x p`` temporaries stay in cache: the passes after
     the sparse product are memory-bound. The blocks run in parallel
-    (:func:`~sklearn_fil._glm.row_parallel`), each row written once. Rows
+    (:func:`~sklearn_fil._threads.row_parallel`), each row written once. Rows
     whose removal leaves a singular Hessian are marked in
     ``problem.singular`` (their value here is finite).
     """
     n, p = problem.X.shape[0], problem.H_inv.shape[0]
-    block = max(1, _CACHE_BYTES // (8 * p))
+    block = cache_rows(p)
 
     def segment(rows):
         for sl in row_blocks(rows, block):
@@ -350,9 +338,9 @@ def squared_refits(X, y, w, omega, lam, fit_intercept, penalize_intercept, hessi
 
     if hessian is None:
         raise ValueError("squared_refits needs the penalised Hessian at w.")
-    p = w.size
     sums = tree_sum(_block_gradient, X, (y, omega), w, fit_intercept)
-    reg = penalty(p, sums[-1], lam, fit_intercept, penalize_intercept)
+    glm = GLMProblem(_SquaredLoss, lam, fit_intercept, penalize_intercept, X)
+    reg = glm.penalty(sums[-1])
     factor = SPDFactor(hessian)
     w_hat = w - factor.solve(sums[:-1] + reg * w)
     return SquaredRefits(w_hat, factor.inverse(), fit_intercept)
@@ -361,30 +349,34 @@ def squared_refits(X, y, w, omega, lam, fit_intercept, penalize_intercept, hessi
 class _Problem:
     """The shared data of the leave-one-out problems of one GLM.
 
-    ``H_inv`` is the inverse Hessian at the fitted weights, ``kappa`` the
+    ``glm`` is the full data's :class:`~sklearn_fil._glm.GLMProblem`,
+    ``H_inv`` the inverse Hessian at the fitted weights, ``kappa`` the
     weighted curvatures ``omega * c`` that build it, ``m_hat`` and ``r_hat``
-    the margins and residuals at the refined minimiser.
+    the margins and residuals at the refined minimiser ``w_hat``.
     """
 
-    def __init__(self, X, omega, reg, has_b, H_inv, m_hat, r_hat, kappa, family):
-        self.X, self.omega, self.reg, self.has_b = X, omega, reg, has_b
-        self.H_inv, self.m_hat, self.r_hat, self.kappa = H_inv, m_hat, r_hat, kappa
-        self.family = family = get_family(family)
-        self.singular = np.zeros(X.shape[0], dtype=bool)
+    def __init__(self, glm, H_inv, w_hat, m_hat, r_hat, kappa):
+        self.glm, self.X, self.omega = glm, glm.X, glm.omega
+        self.has_b, self.reg, self.family = glm.fit_intercept, glm.penalty(), glm.family
+        self.H_inv, self.w_hat, self.kappa = H_inv, w_hat, kappa
+        self.m_hat, self.r_hat = m_hat, r_hat
+        family = self.family
+        self.singular = np.zeros(self.X.shape[0], dtype=bool)
         if not family.constant_curvature:
-            # psi'(m + delta) - psi'(m) on the side of m >= 0 (see _weighted_dpsi)
+            # psi'(m + delta) - psi'(m) without cancellation (see _weighted_dpsi)
             sign, self.E, self.onepE, self.scale = family.mean_increment_factors(
-                m_hat, omega
+                m_hat, self.omega
             )
             # rows -sign x~: one GEMM gives the exponent -sign * x~^T u
-            self.Xneg = _signed_rows(X, -sign, has_b)
-
-    # -- rows of X~ and of X~ H^-1 ------------------------------------------------
+            Xt = glm.augment()
+            if _sparse.issparse(Xt):
+                self.Xneg = _sparse.scale_rows(Xt, -sign)
+            else:
+                self.Xneg = -sign[:, None] * Xt
 
     def rows(self, idx):
         """``x~_i`` for ``i`` in ``idx`` (dense ``X`` only)."""
-        Xi = self.X[idx]
-        return np.hstack([Xi, np.ones((len(idx), 1))]) if self.has_b else Xi
+        return self.glm.augment(self.X[idx])
 
     def _subtract_rows(self, G, coef, idx):
         """``G[k] -= coef[k] x~_{idx[k]}`` in place, on the stored values if sparse."""
@@ -429,15 +421,11 @@ class _Problem:
         C, den = self.solved_rows(idx)
         return (self.omega[idx] * self.r_hat[idx]) / den, C, den
 
-    # -- the logistic iteration ------------------------------------------------
-
     def _weighted_dpsi(self, U):
         """``omega * (psi'(m^ + X~ u) - psi'(m^))`` for every row and problem.
 
-        For the logistic ``psi' = sigmoid`` and ``a = |m| >= 0``,
-        ``sigmoid(a + t) - sigmoid(a) = sigmoid(-a) (1 - e^-t) / (1 + e^-a
-        e^-t)``: relative accuracy however small ``t`` (``m < 0`` by
-        symmetry). Where ``e^-t`` overflows, the plain difference. Five
+        By the family's ``mean_increment_factors``: relative accuracy however
+        small ``X~ u``. Where ``expm1`` overflows, the plain difference. Five
         passes over the ``n x b`` block, in place after the GEMM.
         """
         T = self.Xneg @ U.T  # -sign * delta
@@ -460,11 +448,8 @@ class _Problem:
             out = self.scale[:, None] * T / (1.0 + self.E[:, None] * (1.0 + T))
         bad = ~np.isfinite(out)
         rows, cols = np.nonzero(bad)
-        X, d = self.X, self.X.shape[1]
-        if _sparse.issparse(X):
-            delta = _sparse.rowwise_dot(X[rows], U[cols, :d])
-        else:
-            delta = np.einsum("ij,ij->i", X[rows], U[cols, :d])
+        d = self.X.shape[1]
+        delta = _rowwise_dot(self.X[rows], U[cols, :d])
         if self.has_b:
             delta += U[cols, d]
         m = self.m_hat[rows]
@@ -527,35 +512,22 @@ class _Problem:
         return U, n_iter
 
     def _newton(self, U, idx, tol, max_iter):
-        """Damped Newton with each problem's own Hessian (the slow problems)."""
-        X, d, p = self.X, self.X.shape[1], U.shape[1]
-        n_iter = 0
-        for k in range(len(idx)):
-            u = U[k : k + 1]
-            g = self.gradients(u, idx[k : k + 1])
-            converged = False
-            for it in range(1, max_iter + 1):  # noqa: B007 (read after the loop)
-                m = self.m_hat + X @ u[0, :d] + (u[0, d] if self.has_b else 0.0)
-                weights = self.omega * expit(m) * expit(-m)
-                weights[idx[k]] = 0.0
-                H = weighted_gram(X, weights, self.has_b)
-                H[np.diag_indices(p)] += self.reg
-                try:
-                    step = SPDFactor(H).solve(g[0])[None, :]
-                except ValueError:
-                    break
-                t, norm_g = 1.0, np.linalg.norm(g)
-                for _ in range(_MAX_HALVINGS):
-                    trial = u - t * step
-                    g_trial = self.gradients(trial, idx[k : k + 1])
-                    if np.linalg.norm(g_trial) <= norm_g:
-                        break
-                    t *= 0.5
-                u, g = trial, g_trial
-                if t * np.linalg.norm(step) <= tol * np.linalg.norm(u):
-                    converged = True
-                    break
-            U[k] = u[0] if converged else np.nan
+        """The slow problems, each by the fit's Newton solver from ``w^ + u``.
+
+        Problem ``i`` is the full data's with ``omega_i = 0`` and its
+        ``n_eff`` kept; NaN where it does not converge or is singular.
+        """
+        n_iter, n_eff = 0, self.omega.sum()
+        for k, i in enumerate(idx):
+            omega = self.omega.copy()
+            omega[i] = 0.0
+            problem = replace(self.glm, omega=omega, n_eff=n_eff)
+            try:
+                w, it, _ = newton(problem, tol, max_iter, w0=self.w_hat + U[k])
+            except ValueError:
+                U[k], it = np.nan, max_iter
+            else:
+                U[k] = w - self.w_hat
             n_iter = max(n_iter, it)
         return U, n_iter
 
@@ -565,12 +537,3 @@ def _rowwise_dot(Xi, M):
     if _sparse.issparse(Xi):
         return _sparse.rowwise_dot(Xi, M)
     return np.einsum("ij,ij->i", M, Xi)
-
-
-def _signed_rows(X, sign, has_b):
-    """``diag(sign) [X, 1]`` (``[X, 1]`` with an intercept); CSR stays CSR."""
-    if _sparse.issparse(X):
-        if has_b:
-            X = _sparse.as_csr(sparse.hstack([X, np.ones((X.shape[0], 1))]))
-        return _sparse.scale_rows(X, sign)
-    return sign[:, None] * (np.hstack([X, np.ones((X.shape[0], 1))]) if has_b else X)

@@ -7,10 +7,8 @@ a gradient is zero to rounding). Both families are canonical GLMs, so
 ``d(dl/dm)/dy = -1``: the label column of the per-example Jacobian is ``-x``.
 
 It also carries what the rest of the library would otherwise decide by
-comparing family names: whether it is a classifier's, whether its curvature
-is constant (a quadratic objective: one Newton step is exact, and the
-leave-one-out and the attacks have closed forms), and the closed forms of the
-iterative leave-one-out refits and of the reconstruction attack.
+comparing family names (the attributes of :class:`_Family`) and the closed
+forms of the leave-one-out refits and of the reconstruction attack.
 :func:`get_family` is the one place a name becomes a family; every other
 module asks the object. ``doc/contributing.rst`` says what a new family takes.
 """
@@ -35,12 +33,14 @@ class _Family:
     # whether y holds class labels (encoded 0/1) rather than numbers
     is_classifier = False
     # whether l'' = 1 at every margin: the objective is quadratic, its Hessian
-    # does not depend on w, and one Newton step from anywhere is exact
+    # does not depend on w, one Newton step from anywhere is exact, and the
+    # leave-one-out and the attacks have closed forms
     constant_curvature = False
     # whether l(., y) decreases for ever along the margin (no minimising
     # margin): the weights can grow without bound on separable data
     unbounded_margin = False
-    # a bound R on |l'''| / l'' (see _LogisticLoss.curvature_rate)
+    # a bound R on |l'''| / l'': the curvature changes at most by a factor
+    # exp(R |t|) when the margin moves by t (sklearn_fil._glm._decrease_certified)
     curvature_rate = np.inf
 
     @classmethod
@@ -106,10 +106,7 @@ class _LogisticLoss(_Family):
     name = "logistic"
     is_classifier = True
     unbounded_margin = True
-    # A bound R on |l'''| / l'': here l'' = s (1 - s) and l''' = l'' (1 - 2 s),
-    # so R = 1, and the curvature changes at most by a factor exp(R |t|) when
-    # the margin moves by t (which bounds the loss after a step: see
-    # sklearn_fil._glm.fit_glm).
+    # l'' = s (1 - s) and l''' = l'' (1 - 2 s)
     curvature_rate = 1.0
 
     @staticmethod

@@ -73,7 +73,7 @@ import pandas as pd
 import scipy.sparse as sp
 from sklearn.utils.sparsefuncs import mean_variance_axis
 
-from sklearn_fil._glm import row_blocks, row_parallel
+from sklearn_fil._threads import row_blocks, row_parallel
 from sklearn_fil.utils._dask import is_dask
 
 # Bytes of the per-chunk temporary of the passes over an n x d block: small

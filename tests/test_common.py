@@ -28,6 +28,7 @@ from sklearn_fil.attacks import (
 )
 from sklearn_fil.utils.estimator_checks import (
     attack_checks,
+    check_attack_results_leave_attack_unchanged,
     expected_failed_checks,
     private_estimator_checks,
 )
@@ -96,24 +97,29 @@ def _attack_cases():
             ("clf", OutputPerturbedLogisticRegression(sigma=0.1, random_state=0)),
         ]
     ).fit(raw, y)
+    membership, weights, step = (
+        {"membership": member},
+        {"sample_weight": weights},
+        {"step": step},
+    )
     return [
-        (WhiteBoxAttributeInversion(pipe, attribute="g"), (raw, y)),
-        (WhiteBoxAttributeInversion(pipe, attribute="a"), (raw, y)),
-        (BlackBoxAttributeInversion(pipe, attribute="g"), (raw, y)),
-        (GLMReconstructionAttack(pipe), (raw, y)),
-        (LossThresholdMembershipInference(pipe, random_state=0), (raw, y, member)),
-        (LikelihoodRatioMembershipInference(pipe), (raw, y)),
-        (GradientLabelAttack(net, variant="last_hidden"), (X, step)),
-        (GradientLabelAttack(net, variant="general", layer=0), (X, step)),
-        (WhiteBoxAttributeInversion(clf, attribute="d"), (X, y)),
-        (WhiteBoxAttributeInversion(reg, attribute="d"), (X, y_reg)),
-        (WhiteBoxAttributeInversion(irfil, attribute="d"), (X, y_reg, weights)),
-        (BlackBoxAttributeInversion(clf, attribute="d"), (X, y)),
-        (GLMReconstructionAttack(clf), (X, y)),
-        (GLMReconstructionAttack(reg), (X, y_reg)),
-        (LossThresholdMembershipInference(clf, random_state=0), (X, y, member)),
-        (LikelihoodRatioMembershipInference(clf), (X, y)),
-        (LikelihoodRatioMembershipInference(reg), (X, y_reg)),
+        (WhiteBoxAttributeInversion(pipe, attribute="g"), (raw, y), {}),
+        (WhiteBoxAttributeInversion(pipe, attribute="a"), (raw, y), {}),
+        (BlackBoxAttributeInversion(pipe, attribute="g"), (raw, y), {}),
+        (GLMReconstructionAttack(pipe), (raw, y), {}),
+        (LossThresholdMembershipInference(pipe, random_state=0), (raw, y), membership),
+        (LikelihoodRatioMembershipInference(pipe), (raw, y), {}),
+        (GradientLabelAttack(net, variant="last_hidden"), (X,), step),
+        (GradientLabelAttack(net, variant="general", layer=0), (X,), step),
+        (WhiteBoxAttributeInversion(clf, attribute="d"), (X, y), {}),
+        (WhiteBoxAttributeInversion(reg, attribute="d"), (X, y_reg), {}),
+        (WhiteBoxAttributeInversion(irfil, attribute="d"), (X, y_reg), weights),
+        (BlackBoxAttributeInversion(clf, attribute="d"), (X, y), {}),
+        (GLMReconstructionAttack(clf), (X, y), {}),
+        (GLMReconstructionAttack(reg), (X, y_reg), {}),
+        (LossThresholdMembershipInference(clf, random_state=0), (X, y), membership),
+        (LikelihoodRatioMembershipInference(clf), (X, y), {}),
+        (LikelihoodRatioMembershipInference(reg), (X, y_reg), {}),
     ]
 
 
@@ -122,17 +128,36 @@ def _attack_id(x):
         return x.__name__
     if isinstance(x, tuple):
         return f"{len(x)}args"
+    if isinstance(x, dict):
+        return ",".join(x) or "-"
     return f"{type(x).__name__}({type(x.model).__name__})"
 
 
 @pytest.mark.parametrize(
-    "attack, fit_args, check",
+    "attack, fit_args, fit_params, check",
     [
-        (attack, fit_args, check)
-        for case, fit_args in _attack_cases()
-        for attack, check in attack_checks(case, *fit_args)
+        (attack, fit_args, fit_params, check)
+        for case, fit_args, fit_params in _attack_cases()
+        for attack, check in attack_checks(case, *fit_args, **fit_params)
     ],
     ids=_attack_id,
 )
-def test_attack_contract(attack, fit_args, check):
-    check(attack, *fit_args)
+def test_attack_contract(attack, fit_args, fit_params, check):
+    check(attack, *fit_args, **fit_params)
+
+
+class _RecordingAttack(GLMReconstructionAttack):
+    """Breaks the contract: its transform sets an attribute."""
+
+    def transform(self, X):
+        self.n_transformed_ = len(X)
+        return super().transform(X)
+
+
+def test_results_check_catches_an_attack_that_changes_in_its_verb():
+    attack, fit_args, _ = _attack_cases()[-4]  # GLMReconstructionAttack(reg)
+    check_attack_results_leave_attack_unchanged(attack, *fit_args)
+    with pytest.raises(AssertionError, match="transform changed the attack"):
+        check_attack_results_leave_attack_unchanged(
+            _RecordingAttack(attack.model), *fit_args
+        )

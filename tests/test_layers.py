@@ -152,7 +152,7 @@ LAYERS = (
     ("fisher", "_report", "_leave_one_out"),
     ("_glm", "_network"),
     ("accounting", "utils", "_losses", "datasets"),
-    ("_backend", "exceptions"),
+    ("_backend", "exceptions", "_threads"),
 )
 
 # Arrows inside one layer that DESIGN.md draws: the CLI orchestrates, writing

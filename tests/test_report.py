@@ -149,10 +149,10 @@ def test_passes_across_segments_and_chunks(monkeypatch, n_threads):
     # segments of 9 rows in chunks of 4 (each with a short last one), on one
     # or two threads: every row once, against NumPy's one-line formulas
     import sklearn_fil._report as report_module
-    from sklearn_fil import _glm
+    from sklearn_fil import _threads
 
-    monkeypatch.setattr(_glm, "_SEGMENT_ROWS", 9)
-    monkeypatch.setattr(_glm, "pass_threads", lambda: n_threads)
+    monkeypatch.setattr(_threads, "_SEGMENT_ROWS", 9)
+    monkeypatch.setattr(_threads, "pass_threads", lambda: n_threads)
     monkeypatch.setattr(report_module, "_CHUNK_BYTES", 8 * 3 * 4)
     rng = np.random.default_rng(7)
     X = rng.standard_normal((50, 3)) * [1.0, 1e3, 1e-3] + [5.0, -2e3, 0.0]

@@ -1,12 +1,8 @@
 """Privacy attacks that check the FIL report against what an adversary recovers.
 
-The attacks on released models take the target model in their constructor,
-learn the adversary's knowledge in ``fit`` and return their guesses from
-``transform`` (or ``predict`` for membership); ``score`` compares them with the
-truth, and :func:`attack_report` tabulates per-example success by FIL decile.
-:class:`GradientLabelAttack` also takes its target model first; its ``fit``
-reads the shared gradient of a recorded DP-SGD step (``recover`` that of any
-federated step) and recovers the binary labels of the whole batch.
+Every attack takes the target model in its constructor, learns in ``fit(X,
+y=None, **fit_params)`` and returns its guesses from one verb, without changing:
+see :ref:`the user guide <attacks>`.
 """
 
 # Authors: The sklearn-fil developers

@@ -1,15 +1,8 @@
 """What every attack on a released GLM needs: the training recipe and the data.
 
-An attack reads the target model only through its public, publishable state:
-the released ``coef_`` and ``intercept_``, ``classes_``, the feature names and
-the constructor parameters of its fit (the training recipe, which the
-white-box threat model hands to the adversary; a ``set_params`` after the fit
-does not change it), and whether training weighted the examples.
-:func:`target_glm` extracts that state from a fitted or :meth:`released
-<sklearn_fil.OutputPerturbedLinearRegression.release>` estimator and refuses
-every other model with a :class:`TypeError`. The example weights themselves
-are not released: the adversary brings its knowledge of them, checked by
-:func:`adversary_weights`.
+An attack reads the target only through its publishable state
+(:func:`target_glm`); the example weights are not released: the adversary
+brings its knowledge of them (:func:`adversary_weights`).
 """
 
 # Authors: The sklearn-fil developers
@@ -21,7 +14,7 @@ from numbers import Integral
 import numpy as np
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from sklearn_fil._glm import penalty
+from sklearn_fil._glm import GLMProblem
 from sklearn_fil._losses import get_family
 from sklearn_fil.linear_model import (
     IRFILClassifier,
@@ -39,24 +32,15 @@ _OUTPUT_PERTURBED = (OutputPerturbedLinearRegression, OutputPerturbedLogisticReg
 _IRFIL = (IRFILRegressor, IRFILClassifier)
 
 
-@dataclass(frozen=True)
-class GLMRecipe:
+@dataclass(frozen=True, kw_only=True)
+class GLMRecipe(GLMProblem):
     """The released weights of a GLM and how they were trained.
 
-    The objective is ``sum_i omega_i l(w^T [x_i, 1], y_i) + (n lam / 2)
-    ||w||^2`` with ``n = sum_i omega_i`` (the intercept unpenalised unless
-    ``penalize_intercept``), on rows clipped to ``data_norm`` when it is set.
-    The example weights ``omega_i`` are not part of the recipe (they are not
-    released); ``weighted`` says whether training used non-uniform ones.
+    The :class:`~sklearn_fil._glm.GLMProblem` without data; the example
+    weights are not part of the recipe (they are not released).
 
     Attributes
     ----------
-    loss : {"squared", "logistic"}
-        Loss family.
-    lam : float
-        L2 strength (penalty ``n lam / 2``).
-    fit_intercept, penalize_intercept : bool
-        Whether there is an intercept, and whether it is penalised.
     data_norm : float or None
         Rows were clipped to this L2 norm before training.
     clip_exempt : tuple of int
@@ -72,10 +56,6 @@ class GLMRecipe:
         (``sample_weight``, or the data-dependent weights of IRFIL).
     """
 
-    loss: str
-    lam: float
-    fit_intercept: bool
-    penalize_intercept: bool
     data_norm: float | None
     classes: np.ndarray | None
     coef: np.ndarray
@@ -91,14 +71,8 @@ class GLMRecipe:
         return self.coef.copy()
 
     @property
-    def family(self):
-        """The loss family of `sklearn_fil._losses`."""
-        return get_family(self.loss)
-
-    def penalty(self, n):
-        """Diagonal of the penalty's Hessian; ``n``: the sum of the example weights."""
-        p = self.coef.size + self.fit_intercept
-        return penalty(p, n, self.lam, self.fit_intercept, self.penalize_intercept)
+    def n_params(self):
+        return self.coef.size + self.fit_intercept
 
     def clip(self, X):
         """Rows as the training procedure saw them (clipped to ``data_norm``)."""
@@ -111,23 +85,28 @@ class GLMRecipe:
         y = np.asarray(y)
         if self.classes is None:
             return y.astype(np.float64)
-        unknown = ~np.isin(y, self.classes)
-        if unknown.any():
-            raise ValueError(
-                f"y has labels {np.unique(y[unknown])[:5].tolist()} that are not "
-                f"classes of the target model {self.classes.tolist()}."
-            )
+        check_known_labels(y, self.classes, "the target model")
         return (y == self.classes[1]).astype(np.float64)
 
-    def augment(self, X):
-        """``[X, 1]`` when the model has an intercept, else ``X``."""
-        if self.fit_intercept:
-            return np.hstack([X, np.ones((X.shape[0], 1))])
-        return X
+
+def check_known_labels(y, classes, model="the model"):
+    """``classes`` as an array, checked to hold every label of ``y``."""
+    classes = np.asarray(classes)
+    unknown = ~np.isin(y, classes)
+    if unknown.any():
+        raise ValueError(
+            f"y has labels {np.unique(y[unknown])[:5].tolist()} that are not "
+            f"classes of {model} {classes.tolist()}."
+        )
+    return classes
 
 
 def target_glm(model, attack, *, informed=False):
     """The :class:`GLMRecipe` of a fitted or released output-perturbed GLM.
+
+    The recipe is the constructor parameters of the fit, which the white-box
+    threat model hands to the adversary: a ``set_params`` after the fit does
+    not change it.
 
     Parameters
     ----------
@@ -173,7 +152,7 @@ def target_glm(model, attack, *, informed=False):
             )
         )
     check_is_fitted(model, "coef_")
-    # Models from before the flag existed fall back to the unweighted recipe.
+    # models from before the flag existed fall back to the unweighted recipe
     weighted = bool(getattr(model, "_weighted", False))
     if weighted and not informed:
         raise ValueError(
@@ -182,10 +161,9 @@ def target_glm(model, attack, *, informed=False):
             "the weighted training objective, which it cannot do without them)."
         )
     family = get_family(model._loss)
-    # the recipe of the fit, not parameters set on the model since
     params = fitted_params(model)
     return GLMRecipe(
-        loss=family.name,
+        family=family,
         lam=float(params["lam"]),
         fit_intercept=bool(params["fit_intercept"]),
         penalize_intercept=bool(params["penalize_intercept"]),
@@ -240,26 +218,10 @@ def training_rows(attack, prefix, model, recipe, X, y):
 
 
 def adversary_weights(sample_weight, X):
-    """The adversary's example weights, checked as training checks them.
+    """The adversary's example weights (None: unit) as floats, one per row of X.
 
-    Parameters
-    ----------
-    sample_weight : array-like of shape (n_samples,) or None
-        The adversary's knowledge of the training weights; None means unit
-        weights.
-    X : ndarray of shape (n_samples, n_features)
-        The training set (for the number of examples).
-
-    Returns
-    -------
-    omega : ndarray of shape (n_samples,)
-        The weights as floats.
-
-    Raises
-    ------
-    ValueError
-        When the weights are not one finite number per row or do not have a
-        positive sum.
+    Checked as training checks them: a ValueError unless they are one finite
+    number per row with a positive sum.
     """
     omega = _check_sample_weight(sample_weight, X, dtype=np.float64)
     if not omega.sum() > 0:
@@ -268,33 +230,12 @@ def adversary_weights(sample_weight, X):
 
 
 def resolve_attribute(attribute, model, n_features, label=None):
-    """Columns and display name of the attacked attribute.
+    """Column indices (one, or a one-hot group's) and report name of ``attribute``.
 
-    Parameters
-    ----------
-    attribute : int, str or list
-        A column index, a feature name (``model.feature_names_in_``), the
-        name of one of ``model.onehot_groups``, or a list of columns (indices
-        or names) forming a one-hot group.
-    model : estimator
-        The target model (for feature names and one-hot groups).
-    n_features : int
-        Number of features.
-    label : str, default=None
-        The label's name as an attribute, listed in the error beside the
-        features (the label itself is resolved by the caller).
-
-    Returns
-    -------
-    cols : ndarray of int
-        Column indices (one, or the levels of a one-hot group).
-    name : str
-        Name used in reports.
-
-    Raises
-    ------
-    ValueError
-        When the attribute is not a feature of the data.
+    ``attribute`` is a column index, a feature name of ``model``, the name of
+    one of its ``onehot_groups``, or a list of columns (indices or names)
+    forming a one-hot group; a ValueError names the features otherwise, and
+    ``label`` beside them (the label itself is resolved by the caller).
     """
     names = list(getattr(model, "feature_names_in_", []))
     groups = fitted_params(model).get("onehot_groups") or {}

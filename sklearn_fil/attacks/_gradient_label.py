@@ -1,24 +1,4 @@
-"""Label reconstruction from an aggregated gradient (Yuan et al., section 2).
-
-For a binary network with a sigmoid output ``p[r] = expit(Z[r])`` and the log
-loss, the chain rule through the output logit ``Z[r]`` writes the gradient of
-any weight vector ``W`` summed over a batch as
-
-``dL/dW = sum_r (p[r] - y[r]) dZ[r]/dW``  (Equation 1),
-
-a linear system in the ``N`` unknowns ``p[r] - y[r]``, whose sign is the
-label: ``p[r] - y[r] < 0`` if and only if ``y[r] = 1``. DP-SGD clips each
-example's term by a positive factor and adds Gaussian noise; the factors keep
-the signs and the noise enters the right-hand side additively, so the same
-least-squares solve applies to a released noisy gradient.
-
-The system determines the coefficient of example ``r`` exactly when the unit
-vector ``e_r`` lies in the row space of the coefficient matrix (the columns
-``dZ[r]/dW`` stacked as rows): then every solution has the same ``r``-th
-entry. A batch larger than the number of independent equations, or an
-example whose derivatives are all zero (a dead ReLU unit), leaves some
-coefficients undetermined; those labels are reported as ``-1``.
-"""
+"""Label reconstruction from an aggregated gradient (Yuan et al., section 2)."""
 
 # Authors: The sklearn-fil developers
 # SPDX-License-Identifier: BSD-3-Clause
@@ -34,26 +14,20 @@ from sklearn.utils import Bunch, check_array
 from sklearn.utils.validation import check_is_fitted
 
 from sklearn_fil._network import DenseNetwork
+from sklearn_fil.attacks._contract import deprecation
 from sklearn_fil.neural import DPSGDClassifier, RecordedStep
 from sklearn_fil.utils._fitted import fit_or_clear
 from sklearn_fil.utils._release import fitted_params
 from sklearn_fil.utils._sklearn_compat import Interval, StrOptions
 
-# An example's coefficient is determined when the squared norm of the
-# projection of its unit vector onto the row space (its leverage) is 1 up to
-# this tolerance, i.e. when its unit vector is orthogonal to the null space.
+# Tolerance on the leverage 1 of a determined example (see _solve).
 _LEVERAGE_TOL = float(np.sqrt(np.finfo(np.float64).eps))
 
 _UNKNOWN_SIGN = frozenset({"second_last", "input_malicious"})
 
 
 def _target_network(model):
-    """The released weights of a fitted binary network, as a DenseNetwork.
-
-    Raises a TypeError for a model that is neither a DPSGDClassifier nor a
-    scikit-learn MLPClassifier, a NotFittedError when it is not fitted, and a
-    ValueError when it is not binary.
-    """
+    """The released weights of a fitted binary network, as a DenseNetwork."""
     if not isinstance(model, DPSGDClassifier | MLPClassifier):
         raise TypeError(
             "The gradient label attack needs the layers of a DPSGDClassifier or "
@@ -277,11 +251,7 @@ def _solve(F, g, tol):
 
 
 def _step_network(step, net):
-    """The weights before ``step`` as a DenseNetwork, and its released gradients.
-
-    Raises a TypeError unless ``step`` is a :class:`RecordedStep`, and a
-    ValueError when its arrays do not have the shapes of ``net``.
-    """
+    """The weights before ``step`` as a DenseNetwork, and its released gradients."""
     if not isinstance(step, RecordedStep):
         raise TypeError(
             "step must be a RecordedStep (an entry of "
@@ -347,14 +317,13 @@ class GradientLabelAttack(BaseEstimator):
       settled by the prior. This is a demonstration of the threat model: on
       ordinary data the equations do not hold.
 
-    :meth:`fit` attacks a step that a :class:`~sklearn_fil.neural.DPSGDClassifier`
-    recorded (``record_steps``), computing the derivatives from the target
-    model's architecture at the weights before the step; :meth:`recover`
-    takes the derivatives and a raw (e.g. federated) gradient directly.
-    Labels whose coefficient the equations do not determine are returned as
-    ``-1``, never guessed: an example is determined when its unit vector is
-    orthogonal to the null space of the system (in the row space of the
-    derivative matrix), which fails when the batch has more examples than
+    Like a clusterer, the attack labels the batch it is fitted on
+    (``labels_``, returned by :meth:`fit_predict`): that of a step a
+    :class:`~sklearn_fil.neural.DPSGDClassifier` recorded (``record_steps``),
+    or of raw (e.g. federated) gradients. Labels whose coefficient the
+    equations do not determine are returned as ``-1``, never guessed: an
+    example is determined when its unit vector is orthogonal to the null
+    space of the system, which fails when the batch has more examples than
     independent equations or when all of an example's derivatives vanish
     (e.g. a dead ReLU unit in ``"second_last"``).
 
@@ -365,8 +334,8 @@ class GradientLabelAttack(BaseEstimator):
     model : DPSGDClassifier or sklearn.neural_network.MLPClassifier, default=None
         The target: a fitted, or released (:meth:`DPSGDClassifier.release
         <sklearn_fil.DPSGDClassifier.release>`), binary network, whose
-        architecture and hidden activation :meth:`fit` uses. Only
-        :meth:`recover` works without one.
+        architecture and hidden activation :meth:`fit` uses with ``step``.
+        Raw gradients need none.
     variant : {"general", "last_hidden", "second_last", "input_malicious"}, \
             default="general"
         What the adversary knows, see above.
@@ -393,11 +362,12 @@ class GradientLabelAttack(BaseEstimator):
 
     Attributes
     ----------
+    model_ : estimator or None
+        The target model.
     labels_ : ndarray of shape (n_samples,)
-        Labels of the attacked batch (:meth:`fit`, in the order of the
-        step's ``indices``) or of the last :meth:`recover`: 1 for the
-        positive class (``classes_[1]``), 0 for the negative one, -1 where
-        undetermined.
+        Labels of the attacked batch (in the order of the step's
+        ``indices``): 1 for the positive class (``classes_[1]``), 0 for the
+        negative one, -1 where undetermined.
     residuals_ : ndarray of shape (n_samples,)
         The solved coefficients ``w_r (p[r] - y[r])``, known up to a positive
         factor for the variants with an unknown scale; NaN where
@@ -437,14 +407,14 @@ class GradientLabelAttack(BaseEstimator):
     ...                       per_instance_accounting=False, random_state=0)
     >>> step = clf.fit(X, y).recorded_steps_[0]
     >>> attack = GradientLabelAttack(clf.release(), variant="last_hidden")
-    >>> labels = attack.fit(X, step).labels_
+    >>> labels = attack.fit_predict(X, step=step)
     >>> bool(np.all(labels == y[step.indices]))  # every label of the batch
     True
 
     With more examples than equations nothing is determined:
 
     >>> H = np.random.default_rng(0).normal(size=(5, 3))
-    >>> GradientLabelAttack(variant="last_hidden").recover(H, gradient=np.ones(3))
+    >>> GradientLabelAttack(variant="last_hidden").fit_predict(H, gradient=np.ones(3))
     array([-1, -1, -1, -1, -1])
     """
 
@@ -485,53 +455,134 @@ class GradientLabelAttack(BaseEstimator):
                 "adversary's prior on the rate of positive labels)."
             )
 
-    def fit(self, X, step):
-        """Recover the labels of the batch of a recorded DP-SGD step.
+    def fit(
+        self,
+        X,
+        y=None,
+        *,
+        step=None,
+        gradient=None,
+        update=None,
+        intercept=None,
+        slopes=None,
+    ):
+        """Recover the labels of a batch from its aggregated gradient.
 
-        The derivatives are computed, with the architecture and activation of
-        ``model``, at the weights before the step (``step.coefs``,
-        ``step.intercepts``) for the rows ``X[step.indices]``; the
-        observation is the released noisy gradient (``step.grad_coefs``,
-        ``step.grad_intercepts``) of the variant's layer, bias included:
-
-        - ``"general"``: all the weights and biases of ``layer``;
-        - ``"last_hidden"``: the output layer;
-        - ``"second_last"``: the weights and bias into ``neuron`` of the
-          last hidden layer;
-        - ``"input_malicious"``: the input weights and bias of ``neuron`` of
-          the first hidden layer (with the rows of ``X`` as features).
-
-        Everything is checked before any work; a failed fit leaves no fitted
-        attributes, not even those of an earlier fit.
+        With ``step``, the derivatives are taken at the weights before the
+        step, for the rows ``X[step.indices]``, and the observation is the
+        step's released noisy gradient of the attacked weights, bias included.
+        Raw gradients do not use ``model``, ``layer`` and ``neuron``. A failed
+        fit leaves no fitted attributes, not even those of an earlier fit.
 
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features)
-            The training features as the model takes them: the rows the
-            step's indices refer to.
-        step : RecordedStep
+            With ``step``, the training features as the model takes them: the
+            rows the step's indices refer to. Otherwise one row per example
+            of the batch: ``dZ[r]/dW`` (``"general"``, e.g.
+            ``gradient_label_inputs(...).coefficients``), the activations of
+            the last hidden layer (``"last_hidden"``), of the layer below it
+            (``"second_last"``), or the constructed features
+            (``"input_malicious"``).
+        y : None
+            Ignored.
+        step : RecordedStep, default=None
             An entry of ``model.recorded_steps_`` (of the fitted model: a
             released copy does not carry them).
+        gradient : array-like of shape (n_weights,), default=None
+            The observed batch gradient ``dL/dW`` (of any positive scale: a
+            sum, a mean, a noisy DP-SGD release). Without ``step``, give
+            exactly one of ``gradient`` and ``update``.
+        update : array-like of shape (n_weights,), default=None
+            The observed weight update ``Delta W = -lr * dL/dW`` (plain SGD:
+            momentum and weight decay break the proportionality).
+        intercept : float, default=None
+            The bias entry of the same observation (gradient or update) for
+            the output bias (``"last_hidden"``) or the bias of neuron ``J``
+            (``"second_last"``, ``"input_malicious"``): one more equation,
+            with coefficient 1 (``U[r]`` for ``"second_last"``). Not used by
+            ``"general"``, whose ``X`` holds every equation.
+        slopes : array-like of shape (n_samples,), default=None
+            ``U[r] = A'(Z_J[r])``, the activation slopes of neuron ``J``;
+            required by ``"second_last"`` with raw gradients, only used there.
 
         Returns
         -------
         self : object
-            The attack, with ``labels_`` of ``X[step.indices]`` in that
-            order.
+            The attack, with ``labels_`` of the batch (``X[step.indices]`` in
+            that order).
 
         Raises
         ------
         ValueError
-            When ``model`` is None (use :meth:`recover` for raw gradients),
-            is not binary, or ``X``, ``layer``, ``neuron`` or the arrays of
-            ``step`` do not fit it.
+            When ``step`` is given with ``model`` None or with raw gradients,
+            the model is not binary, or ``X``, ``layer``, ``neuron``, the
+            arrays of ``step`` or the raw gradients do not fit.
         TypeError
             When ``model`` is not a DPSGDClassifier or MLPClassifier, or
             ``step`` is not a :class:`~sklearn_fil.neural.RecordedStep`.
         sklearn.exceptions.NotFittedError
             When ``model`` is not fitted.
         """
-        return fit_or_clear(self, self._fit, X, step)
+        if isinstance(y, RecordedStep) and step is None:
+            deprecation(
+                f"Passing step to {type(self).__name__}.fit positionally (pass "
+                "step=...)"
+            )
+            step = y
+        raw = (gradient, update, intercept, slopes)
+        return fit_or_clear(self, self._fit, X, step, raw)
+
+    def fit_predict(self, X, y=None, **fit_params):
+        """Fit and return the labels of the batch, ``labels_``.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            See :meth:`fit`.
+        y : None
+            Ignored.
+        **fit_params : dict
+            ``step``, or ``gradient`` (or ``update``), ``intercept`` and
+            ``slopes``: see :meth:`fit`.
+
+        Returns
+        -------
+        labels : ndarray of shape (n_samples,)
+            1 (positive class), 0 (negative class) or -1 (undetermined).
+        """
+        return self.fit(X, y, **fit_params).labels_
+
+    def recover(
+        self, features, gradient=None, *, update=None, intercept=None, slopes=None
+    ):
+        """Recover the labels of a batch from raw gradients (deprecated).
+
+        Deprecated: ``fit_predict(features, gradient=...)`` takes the same
+        inputs, see :meth:`fit`.
+
+        Parameters
+        ----------
+        features : array-like of shape (n_samples, n_weights)
+            ``X`` of :meth:`fit`.
+        gradient, update, intercept, slopes : array-like or float, default=None
+            As in :meth:`fit`.
+
+        Returns
+        -------
+        labels : ndarray of shape (n_samples,)
+            ``labels_``.
+        """
+        deprecation(
+            f"{type(self).__name__}.recover (use fit_predict(features, gradient=...))"
+        )
+        return self.fit_predict(
+            features,
+            gradient=gradient,
+            update=update,
+            intercept=intercept,
+            slopes=slopes,
+        )
 
     def _attacked_layer(self, net):
         """Index of the weight layer the variant attacks, checked on ``net``."""
@@ -558,13 +609,26 @@ class GradientLabelAttack(BaseEstimator):
             )
         return k
 
-    def _fit(self, X, step):
+    def _fit(self, X, step, raw):
         self._check_config()
+        if step is None:
+            self._recover(X, *raw)
+        else:
+            self._fit_step(X, step, raw)
+        self.model_ = self.model
+        return self
+
+    def _fit_step(self, X, step, raw):
+        if any(value is not None for value in raw):
+            raise ValueError(
+                "Give step (a recorded step of model) or the raw gradient, "
+                "update, intercept and slopes, not both."
+            )
         if self.model is None:
             raise ValueError(
                 "GradientLabelAttack.fit attacks a recorded step of a target "
                 "model: pass model=<fitted or released DPSGDClassifier>. For raw "
-                "(e.g. federated) gradients use recover(features, gradient)."
+                "(e.g. federated) gradients use fit_predict(features, gradient=...)."
             )
         net = _target_network(self.model)
         k = self._attacked_layer(net)
@@ -576,7 +640,7 @@ class GradientLabelAttack(BaseEstimator):
             self.residuals_ = np.empty(0)
             self.determined_ = np.empty(0, dtype=bool)
             self.rank_, self.sign_ = 0, 1
-            return self
+            return
         Xb = X[indices]
         inputs = _derivatives(at, Xb, k)
         gW, gb = grad_coefs[k], grad_intercepts[k]
@@ -591,57 +655,16 @@ class GradientLabelAttack(BaseEstimator):
             self._recover(inputs.inputs, gW[:, j], intercept=gb[j], slopes=slopes)
         else:
             self._recover(Xb, gW[:, j], intercept=gb[j])
-        return self
-
-    def recover(
-        self, features, gradient=None, *, update=None, intercept=None, slopes=None
-    ):
-        """Recover the labels of a batch from its aggregated gradient.
-
-        The low-level form of :meth:`fit`, for raw (e.g. federated)
-        gradients: ``model``, ``layer`` and ``neuron`` are not used. A failed
-        call leaves no fitted attributes.
-
-        Parameters
-        ----------
-        features : array-like of shape (n_samples, n_weights)
-            One row per example of the batch: ``dZ[r]/dW`` (``"general"``,
-            e.g. ``gradient_label_inputs(...).coefficients``), the
-            activations of the last hidden layer (``"last_hidden"``), of the
-            layer below it (``"second_last"``), or the constructed features
-            (``"input_malicious"``).
-        gradient : array-like of shape (n_weights,), default=None
-            The observed batch gradient ``dL/dW`` (of any positive scale: a
-            sum, a mean, a noisy DP-SGD release). Give exactly one of
-            ``gradient`` and ``update``.
-        update : array-like of shape (n_weights,), default=None
-            The observed weight update ``Delta W = -lr * dL/dW`` (plain SGD:
-            momentum and weight decay break the proportionality).
-        intercept : float, default=None
-            The bias entry of the same observation (gradient or update) for
-            the output bias (``"last_hidden"``) or the bias of neuron ``J``
-            (``"second_last"``, ``"input_malicious"``): one more equation,
-            with coefficient 1 (``U[r]`` for ``"second_last"``). Not used by
-            ``"general"``, whose ``features`` hold every equation.
-        slopes : array-like of shape (n_samples,), default=None
-            ``U[r] = A'(Z_J[r])``, the activation slopes of neuron ``J``;
-            required by ``"second_last"`` and only used there.
-
-        Returns
-        -------
-        labels : ndarray of shape (n_samples,)
-            1 (positive class), 0 (negative class) or -1 (undetermined).
-        """
-        return fit_or_clear(
-            self, self._recover, features, gradient, update, intercept, slopes
-        )
 
     def _system(self, features, gradient, update, intercept, slopes):
-        """The checked equations ``F^T v = g`` of :meth:`recover`."""
+        """The checked equations ``F^T v = g`` of raw gradients."""
         F = check_array(features, dtype=np.float64, input_name="features")
         n, d = F.shape
         if (gradient is None) == (update is None):
-            raise ValueError("Give exactly one of gradient and update.")
+            raise ValueError(
+                "Give exactly one of gradient and update (or step, a recorded "
+                "step of model)."
+            )
         name = "gradient" if update is None else "update"
         g = _vector(gradient if update is None else update, name)
         if g.shape[0] != d:
@@ -681,7 +704,6 @@ class GradientLabelAttack(BaseEstimator):
     def _recover(
         self, features, gradient=None, update=None, intercept=None, slopes=None
     ):
-        self._check_config()
         F, g = self._system(features, gradient, update, intercept, slopes)
         n = F.shape[0]
         v, determined, rank = _solve(F, g, self.tol)
@@ -703,4 +725,3 @@ class GradientLabelAttack(BaseEstimator):
         self.determined_ = determined
         self.rank_ = rank
         self.sign_ = int(sign)
-        return labels

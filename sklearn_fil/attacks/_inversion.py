@@ -1,21 +1,4 @@
-"""Attribute inversion: white box (Hannun et al. eq. 30) and black box (eq. 31).
-
-The white-box adversary knows the whole training set except one attribute of
-the target example, the released weights and the training recipe; it re-runs
-training for every candidate value and keeps the one whose minimiser lands
-closest to the released weights. Re-running training from scratch for every
-example and candidate would cost ``n * k`` fits. Instead every candidate
-problem differs from the training problem by one row, so all of them are
-solved together by Newton's method from the released weights with the
-Hessian of a shared point corrected by a rank-two (Woodbury) update: one
-step is exact for the squared loss, and for the logistic loss a few steps
-share one Gram matrix each. The label is attacked the same way: its candidate
-problems differ in the target's label only, which leaves the Hessian as it is.
-
-The black-box adversary of Fredrikson et al. (2014) only queries the model:
-it weighs the prior of each candidate by how well the model's prediction at
-that candidate explains the target's known label.
-"""
+"""Attribute inversion: white box (Hannun et al. eq. 30) and black box (eq. 31)."""
 
 # Authors: The sklearn-fil developers
 # SPDX-License-Identifier: BSD-3-Clause
@@ -35,10 +18,12 @@ from sklearn_fil._glm import SPDFactor, fit_glm
 from sklearn_fil._report import target_label
 from sklearn_fil.attacks._base import (
     adversary_weights,
+    check_known_labels,
     check_model_features,
     resolve_attribute,
     target_glm,
 )
+from sklearn_fil.attacks._contract import keyword_fit_params, require
 from sklearn_fil.utils._fitted import fit_or_clear
 from sklearn_fil.utils._pipeline import (
     original_columns,
@@ -54,6 +39,33 @@ _MAX_DEFAULT_CANDIDATES = 256
 _BATCH_ENTRIES = 4 * 2**20
 
 
+def _no_candidates(candidates, what, which):
+    """Raise unless ``candidates`` is None: ``what`` has fixed ones, ``which``."""
+    if candidates is not None:
+        raise ValueError(f"The candidates of {what} are {which}; pass candidates=None.")
+
+
+def _few_values(values, name, kind):
+    """The distinct ``values`` of an attribute, at most ``_MAX_DEFAULT_CANDIDATES``."""
+    if values.size > _MAX_DEFAULT_CANDIDATES:
+        raise ValueError(
+            f"Attribute {name!r} takes {values.size} distinct values; pass "
+            f"candidates=<a grid of {kind}> to attack a numeric attribute."
+        )
+    return values
+
+
+def _check_targets(y, n):
+    """``y`` as an array, checked to hold one entry per row of X (at least 2)."""
+    y = np.asarray(y)
+    if y.shape != (n,) or n < 2:
+        raise ValueError(
+            f"y must have one entry per row of X (at least 2): X has {n} rows, "
+            f"y has shape {y.shape}."
+        )
+    return y
+
+
 def _candidate_values(candidates, X, cols, name):
     """The candidate values as rows of shape (n_candidates, len(cols))."""
     if cols.size > 1:
@@ -64,20 +76,10 @@ def _candidate_values(candidates, X, cols, name):
                 "one-hot encoding: every value must be 0 or 1 with exactly one 1 "
                 "per row."
             )
-        if candidates is not None:
-            raise ValueError(
-                f"The candidates of the one-hot attribute {name!r} are its levels; "
-                "pass candidates=None."
-            )
+        _no_candidates(candidates, f"the one-hot attribute {name!r}", "its levels")
         return np.eye(cols.size)
     if candidates is None:
-        values = np.unique(X[:, cols[0]])
-        if values.size > _MAX_DEFAULT_CANDIDATES:
-            raise ValueError(
-                f"Attribute {name!r} takes {values.size} distinct values; pass "
-                "candidates=<a grid of values> to attack a numeric attribute."
-            )
-        return values[:, None]
+        return _few_values(np.unique(X[:, cols[0]]), name, "values")[:, None]
     values = np.asarray(candidates)
     if values.dtype.kind not in "biuf" or values.dtype.kind == "b":
         raise TypeError(
@@ -105,14 +107,38 @@ def _baseline(truth, exact):
     return -float(np.mean(np.var(np.asarray(truth, dtype=np.float64), axis=0)))
 
 
+def _knowledge(model, X, rows, columns, name, candidates, truth, **extra):
+    """The fitted attributes of the adversary's knowledge.
+
+    ``X``: the data given to fit; ``rows``: the numeric rows the attack runs
+    on; ``truth``: the true values and the candidates, for ``baseline_``.
+    """
+    values, among = truth
+    fitted = {
+        "model_": model,
+        "n_features_in_": np.shape(X)[1],
+        "columns_": columns,
+        "attribute_name_": name,
+        "candidates_": candidates,
+        "baseline_": _baseline(values, bool(np.isin(values, among).all())),
+        "_n_targets": np.shape(rows)[0],
+        "_n_columns": np.shape(rows)[1],
+        "_prefix": extra.pop("prefix", False),
+        "_label": extra.pop("label", False),
+        **extra,
+    }
+    if isinstance(X, pd.DataFrame):
+        fitted["feature_names_in_"] = np.asarray(X.columns, dtype=object)
+    return fitted
+
+
 def _label_names(y, model):
     """The names the label goes by as an attribute: the report's, then ``"y"``.
 
-    The privacy report calls the label ``fil[<name>]``: the name of ``y`` when
-    it is a named Series, else ``"y"`` (renamed by
-    :func:`~sklearn_fil._report.target_label` when a feature has that name).
-    A released model does not record it, so it is read from the ``y`` the
-    attack is given; ``"y"`` is taken too, unless a feature is so called.
+    The report's ``fil[<name>]`` names it after a named Series ``y``, else
+    ``"y"`` (renamed by :func:`~sklearn_fil._report.target_label` when a
+    feature has that name); a released model does not record it. ``"y"``
+    names it too, unless a feature is so called.
     """
     features = getattr(model, "feature_names_in_", None)
     if features is None:
@@ -121,18 +147,6 @@ def _label_names(y, model):
     name = y.name if isinstance(y, pd.Series) and y.name is not None else "y"
     label = str(target_label(str(name), features))
     return [label] + (["y"] if label != "y" and "y" not in features else [])
-
-
-def _check_known_labels(y, classes):
-    """``classes`` as an array, checked to hold every label of ``y``."""
-    classes = np.asarray(classes)
-    unknown = ~np.isin(y, classes)
-    if unknown.any():
-        raise ValueError(
-            f"y has labels {np.unique(y[unknown])[:5].tolist()} that are not "
-            f"classes of the model {classes.tolist()}."
-        )
-    return classes
 
 
 def _check_raw_frame(X):
@@ -177,6 +191,8 @@ _PRIVATE = (
     "_n_columns",
     "_label",
     "_labels",
+    "_known",
+    "_scores",
 )
 
 
@@ -202,38 +218,18 @@ class _AttributeInversion(TransformerMixin, BaseEstimator):
             return self._validate_label_knowledge(X, y, model, prefix, labels[0])
         if prefix is not None and self._through_prefix(X, prefix):
             return self._validate_pipeline_knowledge(X, y, model, prefix, labels[0])
-        names = X.columns if isinstance(X, pd.DataFrame) else None
+        frame = X
         # the attribute before the rows: its error lists the names, and raw
         # rows (of strings) would fail as numbers first
         shape = np.shape(X)
         n_features = getattr(model, "n_features_in_", shape[-1] if shape else 0)
         columns, name = resolve_attribute(self.attribute, model, n_features, labels[0])
         X = check_array(X, dtype=np.float64, ensure_min_samples=2, input_name="X")
-        y = np.asarray(y)
-        if y.shape != (X.shape[0],):
-            raise ValueError(
-                f"y must have one entry per row of X: X has {X.shape[0]} rows, "
-                f"y has shape {y.shape}."
-            )
+        y = _check_targets(y, X.shape[0])
         check_model_features(X, model)
-        fitted = {
-            "model_": model,
-            "n_features_in_": X.shape[1],
-            "columns_": columns,
-            "attribute_name_": name,
-            "candidates_": _candidate_values(self.candidates, X, columns, name),
-            "_n_targets": X.shape[0],
-            "_n_columns": X.shape[1],
-            "_prefix": False,
-            "_label": False,
-        }
-        truth = X[:, columns]
-        fitted["baseline_"] = _baseline(
-            truth, bool(np.isin(truth, fitted["candidates_"]).all())
-        )
-        if names is not None:
-            fitted["feature_names_in_"] = np.asarray(names, dtype=object)
-        return X, y, fitted
+        candidates = _candidate_values(self.candidates, X, columns, name)
+        truth = (X[:, columns], candidates)
+        return X, y, _knowledge(model, frame, X, columns, name, candidates, truth)
 
     def _through_prefix(self, X, prefix):
         """Whether to attack a Pipeline's final step through its prefix."""
@@ -249,90 +245,60 @@ class _AttributeInversion(TransformerMixin, BaseEstimator):
         return X
 
     def _validate_label_knowledge(self, X, y, model, prefix, name):
-        """The knowledge of an attack on the label ``name``: rows and labels.
-
-        The candidates are a classifier's ``classes_``, or a regressor's
-        distinct values of ``y`` (or ``candidates``). The rows are those of
-        :meth:`_label_rows`, through the prefix of a Pipeline when the attack
-        goes through it.
-        """
+        """The knowledge of an attack on the label ``name``: rows and labels."""
         if np.ndim(X) != 2:
             raise ValueError(f"X must be 2-D; got shape {np.shape(X)}.")
         through = prefix is not None and self._through_prefix(X, prefix)
         rows = self._label_rows(X, prefix if through else None)
         n = np.shape(rows)[0]
-        y = np.asarray(y)
-        if y.shape != (n,) or n < 2:
-            raise ValueError(
-                f"y must have one entry per row of X (at least 2): X has {n} rows, "
-                f"y has shape {y.shape}."
-            )
+        y = _check_targets(y, n)
         _, final = split_pipeline(model)
         if is_classifier(final):
-            if self.candidates is not None:
-                raise ValueError(
-                    f"The candidates of the label {name!r} of a classifier are its "
-                    "classes_; pass candidates=None."
-                )
-            values = _check_known_labels(y, final.classes_)
+            _no_candidates(
+                self.candidates, f"the label {name!r} of a classifier", "its classes_"
+            )
+            values = check_known_labels(y, final.classes_)
         else:
             y = y.astype(np.float64)
             column = np.zeros(1, dtype=np.int64)
             values = _candidate_values(self.candidates, y[:, None], column, name)[:, 0]
-        fitted = {
-            "model_": model,
-            "n_features_in_": np.shape(X)[1],
-            "columns_": np.empty(0, dtype=np.int64),
-            "attribute_name_": name,
-            "candidates_": values[:, None],
-            "baseline_": _baseline(y[:, None], bool(np.isin(y, values).all())),
-            "_n_targets": n,
-            "_n_columns": np.shape(rows)[1],
-            "_prefix": through,
-            "_label": True,
-            "_labels": y,
-        }
+        fitted = _knowledge(
+            model,
+            X,
+            rows,
+            np.empty(0, dtype=np.int64),
+            name,
+            values[:, None],
+            (y[:, None], values),
+            prefix=through,
+            label=True,
+            _labels=y,
+        )
         if through:
             fitted["levels_"] = values
-        if isinstance(X, pd.DataFrame):
-            fitted["feature_names_in_"] = np.asarray(X.columns, dtype=object)
         return rows, y, fitted
 
     def _validate_pipeline_knowledge(self, X, y, model, prefix, label):
-        """The knowledge of an attack on a Pipeline: raw rows, transformed.
+        """The knowledge of an attack on a Pipeline, in its prefix's output space.
 
-        The prefix is public: the attack runs in its output space, on the
-        transformed columns of the original column ``attribute``; the
-        candidates are the levels of a one-hot encoded column or the distinct
-        raw values of a numeric one, transformed by the prefix.
+        The candidates are the levels of a one-hot encoded column or the
+        distinct raw values of a numeric one, transformed by the prefix.
         """
         _check_raw_frame(X)
         name, columns, levels = _pipeline_attribute(
             self.attribute, prefix, list(X.columns), label
         )
         Xt = check_array(transform_dense(prefix, X), input_name="X")
-        y = np.asarray(y)
-        if y.shape != (X.shape[0],) or X.shape[0] < 2:
-            raise ValueError(
-                f"y must have one entry per row of X (at least 2): X has "
-                f"{X.shape[0]} rows, y has shape {y.shape}."
-            )
+        y = _check_targets(y, X.shape[0])
         raw = X[name].to_numpy()
         if levels is not None:
-            if self.candidates is not None:
-                raise ValueError(
-                    f"The candidates of the one-hot encoded column {name!r} are its "
-                    "levels; pass candidates=None."
-                )
+            _no_candidates(
+                self.candidates, f"the one-hot encoded column {name!r}", "its levels"
+            )
             values = levels
         elif self.candidates is None:
             values = pd.unique(pd.Series(raw).dropna())
-            if values.size > _MAX_DEFAULT_CANDIDATES:
-                raise ValueError(
-                    f"Attribute {name!r} takes {values.size} distinct values; pass "
-                    "candidates=<a grid of raw values> to attack a numeric attribute."
-                )
-            values = np.sort(values)
+            values = np.sort(_few_values(values, name, "raw values"))
         else:
             values = np.unique(np.asarray(self.candidates).ravel())
         # each candidate's transformed columns: the prefix of a row holding it
@@ -340,21 +306,18 @@ class _AttributeInversion(TransformerMixin, BaseEstimator):
         probe = X.iloc[np.zeros(len(values), dtype=np.int64)].copy()
         probe[name] = values
         candidates = transform_dense(prefix, probe)[:, columns]
-        fitted = {
-            "model_": model,
-            "n_features_in_": X.shape[1],
-            "feature_names_in_": np.asarray(X.columns, dtype=object),
-            "columns_": columns,
-            "attribute_name_": name,
-            "candidates_": candidates,
-            "levels_": np.asarray(values),
-            "baseline_": _baseline(raw[:, None], bool(np.isin(raw, values).all())),
-            "_n_targets": X.shape[0],
-            "_n_columns": Xt.shape[1],
-            "_prefix": True,
-            "_label": False,
-            "_raw": X.iloc[:1].copy(),
-        }
+        fitted = _knowledge(
+            model,
+            X,
+            Xt,
+            columns,
+            name,
+            candidates,
+            (raw[:, None], values),
+            prefix=True,
+            levels_=np.asarray(values),
+            _raw=X.iloc[:1].copy(),
+        )
         return Xt, y, fitted
 
     def _raw_rows(self, X):
@@ -479,9 +442,7 @@ class WhiteBoxAttributeInversion(_AttributeInversion):
     computes the minimiser ``w(a)`` of the training objective with the
     target's attribute set to ``a`` and guesses ``argmin_a ||w' - w(a)||``
     (the maximum-likelihood candidate under Gaussian output noise). The
-    label is an attribute like the others: its candidates are a classifier's
-    ``classes_`` (or a grid of a regressor's values), and ``w(a)`` is the
-    minimiser with the target's label set to ``a``.
+    label is attacked like any attribute: ``w(a)`` sets the target's label.
 
     All ``n * k`` candidate problems are solved together. Each differs from
     the training problem by one row, so its Hessian at a shared point is the
@@ -505,10 +466,8 @@ class WhiteBoxAttributeInversion(_AttributeInversion):
         :class:`~sklearn_fil.IRFILClassifier` is accepted when :meth:`fit` is
         given its example weights (``sample_weight``). A fitted
         :class:`~sklearn.pipeline.Pipeline` whose last step is such a model
-        is attacked through its prefix, public knowledge of the adversary:
-        ``X`` is then the raw DataFrame, ``attribute`` an original column
-        (a one-hot encoded column is attacked as the group of its levels)
-        or the label, and the results are raw values.
+        is attacked through its public prefix, on raw rows and original
+        columns (see :ref:`the user guide <attacks>`).
     attribute : int, str or list
         The attacked attribute: a column index, a feature name, the name of
         one of the model's ``onehot_groups``, a list of the columns of a
@@ -552,7 +511,8 @@ class WhiteBoxAttributeInversion(_AttributeInversion):
         The candidate values (rows of the identity for a one-hot attribute;
         a classifier's ``classes_`` for the label).
     n_iter_ : int
-        Newton steps taken.
+        Newton steps taken by :meth:`fit`, which solves the candidate problems
+        of the training examples (:meth:`transform` reuses them).
     n_features_in_ : int
         Number of features.
     feature_names_in_ : ndarray of str
@@ -607,8 +567,9 @@ class WhiteBoxAttributeInversion(_AttributeInversion):
         self.tol = tol
         self.max_iter = max_iter
 
-    def fit(self, X, y, sample_weight=None):
-        """Learn the adversary's knowledge: the training set and the recipe.
+    @keyword_fit_params
+    def fit(self, X, y=None, *, sample_weight=None):
+        """Learn the adversary's knowledge and solve every candidate problem.
 
         Parameters
         ----------
@@ -617,8 +578,8 @@ class WhiteBoxAttributeInversion(_AttributeInversion):
             only inside the leave-one-out corrections of the attack on ``i``,
             where it cancels exactly.
         y : array-like of shape (n_samples,)
-            Training targets. Against the label, example ``i``'s own label
-            is likewise used only where it cancels exactly.
+            Training targets (required). Against the label, example ``i``'s
+            own label is likewise used only where it cancels exactly.
         sample_weight : array-like of shape (n_samples,), default=None
             The adversary's knowledge of the example weights ``omega_i`` the
             target was trained with; None means unit weights. Required when
@@ -638,17 +599,20 @@ class WhiteBoxAttributeInversion(_AttributeInversion):
             When the model is not an output-perturbed linear or logistic
             regression, or is an IRFIL model and ``sample_weight`` is None.
         ValueError
-            When the target was trained with sample weights and
-            ``sample_weight`` is None, or the weights are not one number per
-            row with a positive sum.
+            When y is None, the target was trained with sample weights and
+            ``sample_weight`` is None, the weights are not one number per
+            row with a positive sum, or the Hessian is singular at the
+            released weights (``method="one_step"``).
         """
         return fit_or_clear(self, self._fit, X, y, sample_weight, private=_PRIVATE)
 
     def _fit(self, X, y, sample_weight):
+        require(y, "y", self)
         _, final = split_pipeline(self.model)
         recipe = target_glm(
             final, type(self).__name__, informed=sample_weight is not None
         )
+        raw = X
         X, y, fitted = self._validate_knowledge(X, y, self.model)
         omega = adversary_weights(sample_weight, X)
         X = recipe.clip(X)
@@ -660,6 +624,8 @@ class WhiteBoxAttributeInversion(_AttributeInversion):
             _omega=omega,
         )
         vars(self).update(fitted)
+        self._known = self._targets(raw)
+        self._scores, self.n_iter_ = self._candidate_scores(self._known)
         return self
 
     def decision_function(self, X):
@@ -677,6 +643,12 @@ class WhiteBoxAttributeInversion(_AttributeInversion):
             ``-||w' - w(a)||`` for every example and candidate.
         """
         known = self._targets(X)
+        if np.array_equal(known, self._known):
+            return self._scores.copy()  # solved by fit
+        return self._candidate_scores(known)[0]
+
+    def _candidate_scores(self, known):
+        """``-||w' - w(a)||`` of the rows ``known``, and the Newton steps taken."""
         recipe = self._recipe
         rows = np.repeat(known, len(self.candidates_), axis=0)
         owner = np.repeat(np.arange(len(known)), len(self.candidates_))
@@ -688,15 +660,15 @@ class WhiteBoxAttributeInversion(_AttributeInversion):
             labels = self._y[owner]
         # clipping rescales the whole row, so it sees the candidate value
         Z = recipe.augment(recipe.clip(rows))
-        W = self._solve(owner, Z, labels)
+        W, n_iter = self._solve(owner, Z, labels)
         dist = np.linalg.norm(W - recipe.weights, axis=1)
-        return -dist.reshape(len(known), len(self.candidates_))
+        return -dist.reshape(len(known), len(self.candidates_)), n_iter
 
     def _solve(self, owner, Z, labels):
         """Minimisers of the training objective, example ``owner[b]`` replaced.
 
         Its row becomes ``Z[b]`` and its label ``labels[b]`` (as the loss
-        sees it).
+        sees it). Returns them and the number of Newton steps.
         """
         recipe = self._recipe
         w0 = recipe.weights
@@ -740,9 +712,8 @@ class WhiteBoxAttributeInversion(_AttributeInversion):
             step = self._woodbury_step(
                 H_inv, w_bar, owner[todo], Z[todo], labels[todo], grad[todo]
             )
-            self.n_iter_ = it
             if recipe.family.constant_curvature or self.method == "one_step":
-                return W - step  # exact for a quadratic objective
+                return W - step, it  # exact for a quadratic objective
             # Full steps, halved where they would grow the gradient.
             t = np.ones(len(todo))
             trial = W[todo] - step
@@ -769,21 +740,19 @@ class WhiteBoxAttributeInversion(_AttributeInversion):
             )
             done[todo[small]] = True
             if done.all():
-                return W
+                return W, it
         warnings.warn(
             f"{(~done).sum()} of {done.size} candidate problems did not converge in "
             f"max_iter={self.max_iter} Newton steps; raise max_iter.",
             ConvergenceWarning,
-            stacklevel=4,
+            stacklevel=6,
         )
-        return W
+        return W, self.max_iter
 
     def _swap_row(self, full, W, owner, Z, labels):
-        """Full-data gradients with each owner's example replaced by its candidate.
+        """Full-data gradients, example ``owner[b]`` replaced by ``Z[b]``.
 
-        The candidate of problem ``b`` is the row ``Z[b]`` with label
-        ``labels[b]``. The owner's weight ``omega_i`` scales both the removed
-        and the candidate term.
+        Its label becomes ``labels[b]``; its weight scales both terms.
         """
         family, y = self._recipe.family, self._y
         Xo, yo, wo = self._Xt[owner], y[owner], self._omega[owner]
@@ -806,17 +775,13 @@ class WhiteBoxAttributeInversion(_AttributeInversion):
         Xt, omega = self._Xt, self._omega
         _, c = self._recipe.family.derivatives(Xt @ w, self._y)
         H = (Xt * (omega * c)[:, None]).T @ Xt
-        H[np.diag_indices_from(H)] += self._recipe.penalty(omega.sum())
-        return SPDFactor(H).inverse()
+        return SPDFactor(H, self._recipe.penalty(omega.sum())).inverse()
 
     def _woodbury_step(self, H_inv, w, owner, Z, labels, grad):
         """Newton steps with ``H(w) - omega_i (c_own x x^T - c_new z z^T)``.
 
-        ``H(w)`` is the full-data Hessian at the shared point ``w`` (given by
-        its inverse ``H_inv``); each problem's own row is swapped for its
-        candidate row (with label ``labels[b]``), at the row's weight
-        ``omega_i``, by a rank-two update applied through the Woodbury
-        identity.
+        ``H_inv`` inverts the full-data Hessian at the shared point ``w``; each
+        problem's row swap is a rank-two update, through the Woodbury identity.
         """
         Xt, y = self._Xt, self._y
         family = self._recipe.family
@@ -852,8 +817,7 @@ class BlackBoxAttributeInversion(_AttributeInversion):
     variance the model's training mean squared error, for a regressor, and
     the predicted probability of the known label for a classifier. Against
     the label (the other attributes known) it guesses ``argmax_a p(a) *
-    pi(model(x_i), a)``: the prior of each label (its frequency in ``y``)
-    times the model's probability (or Gaussian density) of it.
+    pi(model(x_i), a)``, ``p(a)`` the label's frequency in ``y``.
 
     Parameters
     ----------
@@ -865,38 +829,14 @@ class BlackBoxAttributeInversion(_AttributeInversion):
         is queried with raw candidate values (the level names of a
         categorical column); otherwise the rows are passed as given.
     attribute : int, str or list
-        The attacked attribute: a column index, a feature name, the name of
-        one of the model's ``onehot_groups``, a list of the columns of a
-        one-hot encoded attribute, or the label by the name of its privacy
-        report's ``fil[<name>]`` column (the name of the ``y`` given to
-        :meth:`fit` when it is a named Series, else ``"y"``; ``"y"`` also
-        names the label unless a feature has that name).
+        The attacked attribute, as in :class:`WhiteBoxAttributeInversion`.
     candidates : array-like of shape (n_candidates,), default=None
-        Values tried for a single-column attribute (or a regressor's label);
-        None uses the distinct values of the column (of ``y``) in the data
-        given to :meth:`fit` (at most 256). Must be None for a one-hot
-        attribute, whose candidates are its levels, and for a classifier's
-        label, whose candidates are its ``classes_``.
+        Values tried, as in :class:`WhiteBoxAttributeInversion`.
 
     Attributes
     ----------
-    model_ : estimator
-        The target model.
-    columns_ : ndarray of int
-        Columns of the attacked attribute (none for the label).
-    attribute_name_ : str
-        Its name.
-    baseline_ : float
-        The score of the prior's best guess, to read :meth:`score` against:
-        the frequency of the most common value (a categorical attribute), or
-        minus the attribute's variance (the mean squared error of guessing
-        its mean).
-    levels_ : ndarray of shape (n_candidates,)
-        Against a Pipeline only (for the label, only when attacked through
-        the prefix): the candidates as raw values (the level names of a
-        one-hot encoded column, or the classes).
-    candidates_ : ndarray of shape (n_candidates, n_columns)
-        The candidate values (a classifier's ``classes_`` for the label).
+    model_, columns_, attribute_name_, baseline_, levels_, candidates_
+        As in :class:`WhiteBoxAttributeInversion`.
     prior_ : ndarray of shape (n_candidates,)
         Prior of each candidate: the fraction of training values nearest to
         it (ties to the first), with one pseudo-count per candidate so that
@@ -951,7 +891,7 @@ class BlackBoxAttributeInversion(_AttributeInversion):
         check_array(X, dtype=None, ensure_min_samples=2, input_name="X")
         return X
 
-    def fit(self, X, y):
+    def fit(self, X, y=None):
         """Learn the prior, the model's training error and the targets' labels.
 
         Parameters
@@ -959,8 +899,9 @@ class BlackBoxAttributeInversion(_AttributeInversion):
         X : array-like of shape (n_samples, n_features)
             The training set (its attribute column gives the prior).
         y : array-like of shape (n_samples,)
-            The targets' labels, known to the adversary; against the label,
-            the labels that give the prior (the scores do not read them).
+            The targets' labels, known to the adversary (required); against
+            the label, the labels that give the prior (the scores do not read
+            them).
 
         Returns
         -------
@@ -970,6 +911,7 @@ class BlackBoxAttributeInversion(_AttributeInversion):
         return fit_or_clear(self, self._fit, X, y, private=_PRIVATE)
 
     def _fit(self, X, y):
+        require(y, "y", self)
         model = self.model
         check_is_fitted(model)
         classifier = is_classifier(model)
@@ -994,7 +936,7 @@ class BlackBoxAttributeInversion(_AttributeInversion):
         counts = np.bincount(nearest, minlength=len(candidates)) + 1.0
         mse = None
         if classifier:
-            _check_known_labels(y, model.classes_)
+            check_known_labels(y, model.classes_)
         else:
             y = y.astype(np.float64)
             residual = y - np.asarray(_query(model, X, columns, "predict"), float)
@@ -1019,7 +961,16 @@ class BlackBoxAttributeInversion(_AttributeInversion):
             ``log p(a) + log pi(model(x_i), a)``.
         """
         if self._label:
-            return np.log(self.prior_) + self._label_fit(X)
+            check_is_fitted(self)
+            expected = (self._n_targets, self.n_features_in_)
+            if np.shape(X) != expected:
+                raise ValueError(
+                    "X must hold the training examples in the order given to "
+                    f"fit, shape {expected}; got {np.shape(X)}."
+                )
+            # the candidates are a classifier's classes_, in order
+            labels = self.candidates_[:, 0][None, :]
+            return np.log(self.prior_) + self._log_fit(X, None, labels)
         if self._prefix:
             known = self._raw_rows(X)
             values = self.levels_
@@ -1032,29 +983,16 @@ class BlackBoxAttributeInversion(_AttributeInversion):
         for k, value in enumerate(values):
             rows = known.copy()
             rows[where] = value
-            if self.mse_ is None:
-                proba = _query(self.model_, rows, self._columns, "predict_proba")
-                col = np.searchsorted(self.model_.classes_, self._y)
-                fit = np.log(np.maximum(proba[np.arange(len(rows)), col], 1e-300))
-            else:
-                pred = np.asarray(
-                    _query(self.model_, rows, self._columns, "predict"), float
-                )
-                fit = -0.5 * (self._y - pred) ** 2 / max(self.mse_, 1e-300)
+            fit = self._log_fit(rows, self._columns, self._y[:, None])[:, 0]
             scores[:, k] = np.log(self.prior_[k]) + fit
         return scores
 
-    def _label_fit(self, X):
-        """``log pi(model(x_i), a)`` of every target and candidate label ``a``."""
-        check_is_fitted(self)
-        if np.shape(X) != (self._n_targets, self.n_features_in_):
-            raise ValueError(
-                "X must hold the training examples in the order given to fit, "
-                f"shape {(self._n_targets, self.n_features_in_)}; got {np.shape(X)}."
-            )
-        if self.mse_ is None:  # the candidates are the classes_, in order
-            proba = _query(self.model_, X, None, "predict_proba")
-            return np.log(np.maximum(proba, 1e-300))
-        pred = np.asarray(_query(self.model_, X, None, "predict"), float)
-        labels = self.candidates_[:, 0]
+    def _log_fit(self, rows, columns, labels):
+        """``log pi(model(rows), labels)``, ``labels`` of shape (1 or n, k)."""
+        if self.mse_ is None:
+            proba = _query(self.model_, rows, columns, "predict_proba")
+            col = np.searchsorted(self.model_.classes_, labels)
+            col = np.broadcast_to(col, (len(proba), col.shape[1]))
+            return np.log(np.maximum(np.take_along_axis(proba, col, axis=1), 1e-300))
+        pred = np.asarray(_query(self.model_, rows, columns, "predict"), float)
         return -0.5 * (labels - pred[:, None]) ** 2 / max(self.mse_, 1e-300)

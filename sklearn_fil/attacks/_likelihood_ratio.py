@@ -1,18 +1,4 @@
-"""The optimal membership test against an output-perturbed GLM.
-
-The informed adversary knows the training set ``D``, the training recipe and
-the release ``w' = w*(D) + N(0, sigma^2 I)``, and asks of example ``i``
-whether the release came from ``D`` or from ``D_-i`` (the example's loss
-term removed, the penalty and ``n`` kept). Both hypotheses are Gaussians of
-the same covariance, ``N(w*, sigma^2 I)`` and ``N(w_-i, sigma^2 I)``, so by
-the Neyman-Pearson lemma the most powerful test at every false-positive rate
-thresholds the projection of ``w' - w_-i`` on the unit vector ``(w* -
-w_-i) / Delta_i``: it is ``N(0, sigma^2)`` under ``D_-i`` and ``N(Delta_i,
-sigma^2)`` under ``D``, and at false-positive rate ``alpha`` the test has
-true-positive rate exactly ``Phi(Delta_i / sigma - Phi^-1(1 - alpha))``. No
-attack does better, so this is the example's exact membership exposure,
-beside the per-instance ε and the FIL of the privacy report.
-"""
+"""The optimal (Neyman-Pearson) membership test against an output-perturbed GLM."""
 
 # Authors: The sklearn-fil developers
 # SPDX-License-Identifier: BSD-3-Clause
@@ -30,6 +16,7 @@ from sklearn_fil._glm import fit_glm
 from sklearn_fil._leave_one_out import LOO_TOL, leave_one_out
 from sklearn_fil.accounting import check_delta, per_instance_gaussian_epsilon
 from sklearn_fil.attacks._base import adversary_weights, target_glm, training_rows
+from sklearn_fil.attacks._contract import deprecation, keyword_fit_params, require
 from sklearn_fil.fisher import fisher_information_loss
 from sklearn_fil.linear_model import (
     OutputPerturbedLinearRegression,
@@ -47,11 +34,7 @@ _PRIVATE = ("_directions", "_p")
 
 
 def _tpr_at_fpr(sensitivity, sigma, fpr):
-    """TPR of the Neyman-Pearson test at false-positive rate ``fpr``.
-
-    ``Phi(sensitivity / sigma - Phi^-1(1 - fpr))``, computed as
-    ``Phi(sensitivity / sigma + Phi^-1(fpr))``.
-    """
+    """TPR of the Neyman-Pearson test: ``Phi(sensitivity / sigma + Phi^-1(fpr))``."""
     return norm.cdf(np.asarray(sensitivity) / sigma + norm.ppf(fpr))
 
 
@@ -208,7 +191,7 @@ class LikelihoodRatioMembershipInference(BaseEstimator):
     ['loo_sensitivity', 'epsilon', 'fil', 'tpr']
     >>> bool(np.all(attack.tpr_ >= attack.fpr))
     True
-    >>> z = attack.decision_function(model.release())
+    >>> z = attack.decision_function()  # the attacked release
     >>> z.shape
     (60,)
     """
@@ -224,7 +207,8 @@ class LikelihoodRatioMembershipInference(BaseEstimator):
         self.fpr = fpr
         self.delta = delta
 
-    def fit(self, X, y, sample_weight=None):
+    @keyword_fit_params
+    def fit(self, X, y=None, *, sample_weight=None):
         """Refit the training set and every leave-one-out problem.
 
         Parameters
@@ -232,7 +216,7 @@ class LikelihoodRatioMembershipInference(BaseEstimator):
         X : {array-like, DataFrame} of shape (n_samples, n_features)
             The training set, in training order (the adversary knows it all).
         y : array-like of shape (n_samples,)
-            Training targets; classes of the model for a classifier.
+            Training targets; classes of the model for a classifier. Required.
         sample_weight : array-like of shape (n_samples,), default=None
             The adversary's knowledge of the example weights the target was
             trained with; None means unit weights. Required when the target
@@ -249,14 +233,15 @@ class LikelihoodRatioMembershipInference(BaseEstimator):
             When the model is not an output-perturbed linear or logistic
             regression.
         ValueError
-            When X does not have the model's features, y has labels that are
-            not classes of the model, or the target was trained with sample
+            When y is None, X does not have the model's features, y has labels
+            that are not classes of the model, or the target was trained with sample
             weights and ``sample_weight`` is None.
         """
         return fit_or_clear(self, self._fit, X, y, sample_weight, private=_PRIVATE)
 
     @_fit_context(prefer_skip_nested_validation=True)
     def _fit(self, X, y, sample_weight):
+        require(y, "y", self)
         prefix, model = split_pipeline(self.model)
         _check_target(model, type(self).__name__)
         recipe = target_glm(
@@ -323,15 +308,21 @@ class LikelihoodRatioMembershipInference(BaseEstimator):
             )
         return W, single
 
-    def decision_function(self, released):
+    def decision_function(self, X=None, y=None, **kwargs):
         """Neyman-Pearson statistic ``z_i`` of every example for each release.
 
         Parameters
         ----------
-        released : estimator or array-like of shape (n_params,) or \
-(n_releases, n_params)
-            A fitted or released model of the same recipe, or released weight
-            vectors ``[coef, intercept]`` (intercept last, when there is one).
+        X : estimator or array-like of shape (n_params,) or \
+(n_releases, n_params), default=None
+            The releases to test: a fitted or released model of the same
+            recipe, or released weight vectors ``[coef, intercept]``
+            (intercept last, when there is one). None tests the release of
+            ``model_``, the attacked one.
+        y : None
+            Ignored.
+        **kwargs : dict
+            ``released``, the former name of ``X`` (deprecated).
 
         Returns
         -------
@@ -341,7 +332,7 @@ class LikelihoodRatioMembershipInference(BaseEstimator):
             ``D``; 0 where ``Delta_i`` is 0 (nothing to tell apart).
         """
         check_is_fitted(self)
-        released = split_pipeline(released)[1]
+        released = split_pipeline(self._releases(X, kwargs, "decision_function"))[1]
         W, single = self._released_weights(released)
         model_like = not single and W.shape[0] == 1 and hasattr(released, "coef_")
         # (w' - w_-i)^T u_i = (w' - w*)^T u_i + Delta_i, u_i the unit direction
@@ -351,14 +342,27 @@ class LikelihoodRatioMembershipInference(BaseEstimator):
         z[:, self.loo_sensitivity_ == 0] = 0.0
         return z[0] if single or model_like else z
 
-    def predict(self, released):
+    def _releases(self, X, kwargs, method):
+        """``X``, or the deprecated ``released``; None means ``model_``."""
+        if kwargs:
+            if set(kwargs) != {"released"} or X is not None:
+                raise TypeError(f"{method} takes X (formerly released) and y.")
+            deprecation(f"The keyword released of {type(self).__name__}.{method}")
+            X = kwargs["released"]
+        return self.model_ if X is None else X
+
+    def predict(self, X=None, y=None, **kwargs):
         """Membership guesses at false-positive rate ``fpr``.
 
         Parameters
         ----------
-        released : estimator or array-like of shape (n_params,) or \
-(n_releases, n_params)
+        X : estimator or array-like of shape (n_params,) or \
+(n_releases, n_params), default=None
             See :meth:`decision_function`.
+        y : None
+            Ignored.
+        **kwargs : dict
+            ``released``, the former name of ``X`` (deprecated).
 
         Returns
         -------
@@ -366,5 +370,6 @@ class LikelihoodRatioMembershipInference(BaseEstimator):
             1 where ``z_i > Phi^-1(1 - fpr)``: the release is judged to come
             from the training set with example ``i`` in it.
         """
-        z = self.decision_function(released)
+        check_is_fitted(self)
+        z = self.decision_function(self._releases(X, kwargs, "predict"))
         return (z > norm.isf(self.fpr)).astype(np.int64)

@@ -1,12 +1,4 @@
-"""Loss-threshold membership inference (Yeom et al., 2018) with epsilon lower bounds.
-
-The attack guesses that an example was in the training set of a model when the
-model's loss on it is at most a threshold. Its membership advantage ``TPR - FPR``
-lower-bounds the epsilon of any (epsilon, delta)-DP guarantee the training
-procedure could have: the private helpers below convert in both directions.
-Threshold-free, the loss as a score gives the ROC curve, its AUC and the TPR at
-a low FPR (Carlini et al., 2022), all from :mod:`sklearn.metrics`.
-"""
+"""Loss-threshold membership inference (Yeom et al., 2018) with epsilon lower bounds."""
 
 # Authors: The sklearn-fil developers
 # SPDX-License-Identifier: BSD-3-Clause
@@ -23,13 +15,14 @@ from sklearn.metrics import roc_auc_score, roc_curve
 from sklearn.model_selection import train_test_split
 from sklearn.utils.validation import check_consistent_length, check_is_fitted
 
+from sklearn_fil.attacks._contract import keyword_fit_params, require
+from sklearn_fil.attacks._report import check_groups
 from sklearn_fil.utils._fitted import fit_or_clear
 from sklearn_fil.utils._membership import membership_array
 from sklearn_fil.utils._per_example_loss import loss_kind, per_example_loss
 from sklearn_fil.utils._sklearn_compat import Interval, StrOptions, _fit_context
 
-# Joint confidence of ``epsilon_lower_bound_ci_``; each Clopper-Pearson bound is
-# taken at level 1 - (1 - _CONFIDENCE) / 2, so both hold at once (Bonferroni).
+# Joint confidence of ``epsilon_lower_bound_ci_`` (Bonferroni over its two bounds).
 _CONFIDENCE = 0.95
 _REPORT_COLUMNS = [
     "n_members",
@@ -40,15 +33,6 @@ _REPORT_COLUMNS = [
     "epsilon_lower_bound",
     "auc",
 ]
-
-
-def _max_advantage(epsilon, delta):
-    """Largest membership advantage of an (epsilon, delta)-DP mechanism.
-
-    ``(e^epsilon - 1 + 2 delta) / (e^epsilon + 1)``, written as ``1 - 2 (1 -
-    delta) / (e^epsilon + 1)`` so that ``epsilon = inf`` gives 1.
-    """
-    return min(1.0, 1.0 - 2.0 * (1.0 - delta) / (math.exp(min(epsilon, 700.0)) + 1.0))
 
 
 def _log_ratio(numerator, denominator):
@@ -81,11 +65,9 @@ def _clopper_pearson(k, n, alpha):
 
 
 def _epsilon_ci(tp, n_members, fp, n_nonmembers, delta, confidence=_CONFIDENCE):
-    """Lower confidence bound on the epsilon implied by the counts ``tp``, ``fp``.
+    """``epsilon_lower_bound_ci_`` of the counts ``tp``, ``fp``.
 
-    The implied epsilon increases with the TPR and decreases with the FPR, so it
-    is evaluated at the Clopper-Pearson lower bound of the TPR and upper bound of
-    the FPR, each at level ``1 - (1 - confidence) / 2``.
+    The implied epsilon increases with the TPR and decreases with the FPR.
     """
     alpha = (1.0 - confidence) / 2.0
     tpr_low, _ = _clopper_pearson(tp, n_members, alpha)
@@ -135,11 +117,9 @@ def _check_fpr_levels(fpr_levels):
 
 
 def _tpr_at_fpr(fpr, tpr, levels, n_nonmembers):
-    """Largest TPR among the ROC points with FPR <= each level.
+    """``tpr_at_fpr_``: the largest TPR among the ROC points with FPR <= each level.
 
-    The conservative reading of Carlini et al. (2022): no interpolation
-    between ROC points. A level below ``1 / n_nonmembers`` allows no false
-    positive at all and gives NaN, not the TPR of the empty allowance.
+    A level below ``1 / n_nonmembers`` gives NaN, not the TPR of no false positive.
     """
     out = np.full(levels.size, np.nan)
     for k, level in enumerate(levels):
@@ -176,19 +156,7 @@ def _check_groups(member, groups):
             f"in each half of the split); got {counts[1]} members and "
             f"{counts[0]} non-members."
         )
-    if groups is None:
-        return None
-    groups = np.asarray(groups)
-    if groups.ndim != 1:
-        raise ValueError(
-            f"groups must be a 1d array, got an array of shape {groups.shape}."
-        )
-    if np.isin(groups.astype(object), ["all"]).any():
-        raise ValueError(
-            'groups must not contain the value "all", which names the row '
-            "of the report over every example."
-        )
-    return groups
+    return None if groups is None else check_groups(groups, member.size, "row")
 
 
 def _split_halves(member, test_size, random_state):
@@ -211,8 +179,6 @@ def _split_halves(member, test_size, random_state):
 
 def _group_report(predicted, member, loss, groups, delta):
     """``report_`` and, as a dict, its ``"all"`` row (every held-out row).
-
-    The rows after ``"all"`` are the groups.
 
     ``groups``: None, or the held-out rows' groups and every group value.
     """
@@ -267,8 +233,7 @@ class LossThresholdMembershipInference(BaseEstimator):
     on the held-out half (``roc_``), its area ``auc_`` and the TPR at low
     FPRs (``tpr_at_fpr_``), the metrics of Carlini et al. (2022): an attack
     that identifies a few members with near certainty is a privacy failure
-    even when its average accuracy, or its AUC, is close to chance. A random
-    guess has ``auc_ = 0.5`` and TPR equal to the FPR at every level.
+    even when its average accuracy, or its AUC, is close to chance.
 
     Parameters
     ----------
@@ -296,6 +261,8 @@ class LossThresholdMembershipInference(BaseEstimator):
 
     Attributes
     ----------
+    model_ : estimator
+        The target model.
     threshold_ : float
         Loss threshold of the attack: a row is a predicted member when its
         loss is ``<= threshold_``.
@@ -365,8 +332,7 @@ class LossThresholdMembershipInference(BaseEstimator):
     the membership experiment: members and non-members drawn from the same
     distribution, the model trained on the members. It is valid for the rates
     of the attack as chosen on the first half, since the held-out half plays
-    no part in that choice. ``epsilon_lower_bound_`` is no such bound: with
-    few held-out rows it often exceeds the true epsilon.
+    no part in that choice.
 
     References
     ----------
@@ -393,7 +359,7 @@ class LossThresholdMembershipInference(BaseEstimator):
     >>> member = np.arange(200) < 100
     >>> model = KNeighborsClassifier(n_neighbors=1).fit(X[member], y[member])
     >>> attack = LossThresholdMembershipInference(model, random_state=0)
-    >>> attack = attack.fit(X, y, member)
+    >>> attack = attack.fit(X, y, membership=member)
     >>> attack.threshold_, attack.tpr_
     (0.0, 1.0)
     >>> round(attack.advantage_, 2)
@@ -402,8 +368,6 @@ class LossThresholdMembershipInference(BaseEstimator):
     (inf, 1.5)
     >>> round(attack.auc_, 2)
     0.73
-    >>> attack.roc_.columns.tolist()
-    ['fpr', 'tpr', 'loss_threshold']
     >>> # 50 held-out non-members: an FPR below 1/50 is not resolvable
     >>> attack.tpr_at_fpr_.tolist()
     [nan, nan]
@@ -444,7 +408,8 @@ class LossThresholdMembershipInference(BaseEstimator):
         self.fpr_levels = fpr_levels
         self.random_state = random_state
 
-    def fit(self, X, y, membership, groups=None):
+    @keyword_fit_params
+    def fit(self, X, y=None, *, membership=None, groups=None):
         """Choose the threshold on one half of the rows and evaluate on the other.
 
         Parameters
@@ -452,10 +417,10 @@ class LossThresholdMembershipInference(BaseEstimator):
         X : {array-like, DataFrame} of shape (n_samples, n_features)
             Rows, as ``model`` takes them.
         y : array-like of shape (n_samples,)
-            Their labels (classifier) or targets (regressor).
+            Their labels (classifier) or targets (regressor); required.
         membership : array-like of shape (n_samples,)
             1 (True) for rows in the model's training set, 0 (False) for the
-            others. Each half of the split needs both.
+            others; required. Each half of the split needs both.
         groups : array-like of shape (n_samples,), default=None
             Group of each row, for a per-group breakdown in ``report_``. The
             value ``"all"`` is reserved.
@@ -468,10 +433,11 @@ class LossThresholdMembershipInference(BaseEstimator):
         Raises
         ------
         ValueError
-            When the lengths differ, ``membership`` is not 0/1 or lacks one
-            class in a half of the split, ``groups`` contains ``"all"``, ``y``
-            has labels the model does not know, a loss is not finite or
-            ``fpr_levels`` are not distinct values in (0, 1).
+            When ``y`` or ``membership`` is None, the lengths differ,
+            ``membership`` is not 0/1 or lacks one class in a half of the
+            split, ``groups`` contains ``"all"``, ``y`` has labels the model
+            does not know, a loss is not finite or ``fpr_levels`` are not
+            distinct values in (0, 1).
         TypeError
             When ``model`` has neither ``predict_proba`` nor ``predict``.
         sklearn.exceptions.NotFittedError
@@ -481,6 +447,8 @@ class LossThresholdMembershipInference(BaseEstimator):
 
     @_fit_context(prefer_skip_nested_validation=False)
     def _fit(self, X, y, membership, groups):
+        require(y, "y", self)
+        require(membership, "membership", self)
         check_consistent_length(X, y, membership, groups)
         levels = _check_fpr_levels(self.fpr_levels)
         member = membership_array(membership)
@@ -506,6 +474,7 @@ class LossThresholdMembershipInference(BaseEstimator):
         )
         roc, tpr_at_fpr = _roc(held_member, held_loss, levels, overall["n_nonmembers"])
 
+        self.model_ = self.model
         self.threshold_ = threshold
         self.tpr_ = overall["tpr"]
         self.fpr_ = overall["fpr"]
@@ -522,7 +491,6 @@ class LossThresholdMembershipInference(BaseEstimator):
         self.auc_ = overall["auc"]
         self.tpr_at_fpr_ = tpr_at_fpr
         self.report_ = report
-        # what guessing without the model scores on the held-out half
         self.baseline_ = pd.Series(
             {
                 "accuracy": max(held_member.mean(), 1.0 - held_member.mean()),
@@ -539,9 +507,9 @@ class LossThresholdMembershipInference(BaseEstimator):
     def _loss(self, X, y):
         check_is_fitted(self)
         check_consistent_length(X, y)
-        kind = loss_kind(self.model)
-        check_is_fitted(self.model)
-        return per_example_loss(self.model, kind, X, y)
+        kind = loss_kind(self.model_)
+        check_is_fitted(self.model_)
+        return per_example_loss(self.model_, kind, X, y)
 
     def decision_function(self, X, y):
         """Membership score: minus the model's loss on each row.

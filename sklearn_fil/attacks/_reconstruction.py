@@ -1,14 +1,4 @@
-"""Reconstruction of a whole training example from a released GLM.
-
-The informed adversary of Balle, Cherubin & Hayes (2022), strengthened by Guo
-et al. (2022, section 5) with the target's label, knows every training
-example except the target's features, the target's label, the released
-weights and the training recipe. The gradient of the training objective
-vanishes at the minimiser; evaluated at the released weights ``w'`` this
-first-order condition equates the unknown row ``x~_i = [x_i, 1]``, scaled by
-the loss derivative ``l'(w'^T x~_i, y_i)``, to a vector the adversary can
-compute: in closed form with an intercept, up to one scalar equation without.
-"""
+"""Reconstruction of a whole training example from a released GLM (Guo et al.)."""
 
 # Authors: The sklearn-fil developers
 # SPDX-License-Identifier: BSD-3-Clause
@@ -23,6 +13,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from sklearn_fil._report import attribute_label
 from sklearn_fil.attacks._base import adversary_weights, target_glm, training_rows
+from sklearn_fil.attacks._contract import keyword_fit_params, require
 from sklearn_fil.utils._fitted import fit_or_clear
 from sklearn_fil.utils._pipeline import split_pipeline, transform_dense
 from sklearn_fil.utils._sklearn_compat import _fit_context
@@ -31,9 +22,7 @@ from sklearn_fil.utils._sklearn_compat import _fit_context
 def _leave_one_out_gradients(Xt, y, omega, recipe):
     """``-(sum_{j != i} omega_j l'(w'^T x~_j, y_j) x~_j + R w')`` for every ``i``.
 
-    Computed as the full sum minus the example's own term, which is the same
-    number: ``g_i`` does not depend on ``x_i`` (up to rounding). ``R`` is the
-    penalty's diagonal, ``n lam`` with ``n = sum_j omega_j``.
+    The full sum minus the example's own term (see the class Notes).
     """
     w = recipe.weights
     r, _ = recipe.family.derivatives(Xt @ w, y)
@@ -45,10 +34,7 @@ def _leave_one_out_gradients(Xt, y, omega, recipe):
 def _reconstruct(G, y, recipe, prior_sq_norm):
     """Rows ``x_i`` with ``l'(w'^T x~_i, y_i) x~_i = g_i``, and their root counts.
 
-    With an intercept the last coordinate of ``x~_i`` is 1, so the scale is
-    ``g_i[-1]``. Without one, ``x_i = g_i / t`` for a root ``t`` of a scalar
-    equation; of two roots, the one whose row norm is closest (by ratio) to
-    ``sqrt(prior_sq_norm)`` is kept.
+    As in the class docstring; the prior row norm is ``sqrt(prior_sq_norm)``.
     """
     n = G.shape[0]
     if recipe.fit_intercept:
@@ -116,9 +102,8 @@ class GLMReconstructionAttack(OneToOneFeatureMixin, TransformerMixin, BaseEstima
         :class:`~sklearn_fil.IRFILClassifier` is accepted when :meth:`fit` is
         given its example weights (``sample_weight``). A fitted
         :class:`~sklearn.pipeline.Pipeline` whose last step is such a model
-        is attacked through its prefix, public knowledge of the adversary:
-        the rows given to every method are raw and are transformed by the
-        prefix, and the reconstruction is the transformed row.
+        is attacked through its public prefix, on raw rows (see :ref:`the
+        user guide <attacks>`): the reconstruction is the transformed row.
 
     Attributes
     ----------
@@ -146,14 +131,11 @@ class GLMReconstructionAttack(OneToOneFeatureMixin, TransformerMixin, BaseEstima
     Notes
     -----
     The threat model assumes the adversary knows the training set exactly,
-    in particular its size and its example weights (the penalty is ``n lam
-    / 2`` with ``n`` the sum of the weights): a model fitted with
-    non-uniform ``sample_weight`` is attacked only when :meth:`fit` is given
-    the adversary's knowledge of them. An example of weight zero does not
-    enter the objective and cannot be reconstructed (NaN, with
-    ``n_solutions_ == 0``). For a logistic model with ``data_norm``, the
-    known rows are clipped as in training and the reconstruction is the
-    clipped row.
+    in particular its size and its example weights (the penalty is ``n lam /
+    2`` with ``n`` the sum of the weights). An example of weight zero does
+    not enter the objective and cannot be reconstructed (NaN, with
+    ``n_solutions_ == 0``). For a logistic model with ``data_norm``, the known
+    rows are clipped as in training and the reconstruction is the clipped row.
 
     The reconstruction of example ``i`` never depends on ``x_i``: ``g_i`` is
     computed as the full sum minus the example's own term, equal to the sum
@@ -190,7 +172,8 @@ class GLMReconstructionAttack(OneToOneFeatureMixin, TransformerMixin, BaseEstima
     def __init__(self, model):
         self.model = model
 
-    def fit(self, X, y, sample_weight=None):
+    @keyword_fit_params
+    def fit(self, X, y=None, *, sample_weight=None):
         """Learn the adversary's knowledge and reconstruct every example.
 
         Parameters
@@ -201,15 +184,11 @@ class GLMReconstructionAttack(OneToOneFeatureMixin, TransformerMixin, BaseEstima
             exactly (see Notes).
         y : array-like of shape (n_samples,)
             Training targets (known to the adversary, the target's included);
-            classes of the model for a classifier.
+            classes of the model for a classifier. Required.
         sample_weight : array-like of shape (n_samples,), default=None
-            The adversary's knowledge of the example weights ``omega_i`` the
-            target was trained with (the target's included); None means unit
-            weights. Required when the target was fitted with non-uniform
-            ``sample_weight`` or is an IRFIL model (its weights are the
-            ``weight`` column of its privacy report). Weights given for an
-            unweighted target are used as given: they are what the adversary
-            believes training used.
+            The adversary's knowledge of the example weights ``omega_i`` (the
+            target's included), as in
+            :meth:`~sklearn_fil.attacks.WhiteBoxAttributeInversion.fit`.
 
         Returns
         -------
@@ -222,10 +201,10 @@ class GLMReconstructionAttack(OneToOneFeatureMixin, TransformerMixin, BaseEstima
             When the model is not an output-perturbed linear or logistic
             regression, or is an IRFIL model and ``sample_weight`` is None.
         ValueError
-            When X does not have the model's features, y has labels that
-            are not classes of the model, the target was trained with sample
-            weights and ``sample_weight`` is None, or the weights are not one
-            number per row with a positive sum.
+            When y is None, X does not have the model's features, y has
+            labels that are not classes of the model, the target was trained
+            with sample weights and ``sample_weight`` is None, or the weights
+            are not one number per row with a positive sum.
         """
         return fit_or_clear(
             self,
@@ -238,6 +217,7 @@ class GLMReconstructionAttack(OneToOneFeatureMixin, TransformerMixin, BaseEstima
 
     @_fit_context(prefer_skip_nested_validation=True)
     def _fit(self, X, y, sample_weight):
+        require(y, "y", self)
         prefix, final = split_pipeline(self.model)
         recipe = target_glm(
             final, type(self).__name__, informed=sample_weight is not None
@@ -259,7 +239,6 @@ class GLMReconstructionAttack(OneToOneFeatureMixin, TransformerMixin, BaseEstima
         self.model_ = self.model
         self._recipe, self._piped = recipe, prefix is not None
         Xc = recipe.clip(X)
-        # the score of guessing each feature's mean: minus its mean variance
         self.baseline_ = -float(np.mean(np.var(Xc, axis=0)))
         G = _leave_one_out_gradients(recipe.augment(Xc), y, omega, recipe)
         # omega_i l'(w'^T x~_i, y_i) x~_i = G_i; a weightless row is not in it
@@ -361,9 +340,9 @@ class GLMReconstructionAttack(OneToOneFeatureMixin, TransformerMixin, BaseEstima
         columns of the model's privacy report; the sum is the trace of the
         features' block of the Fisher information matrix). It bounds the
         expectation over the noise of the release: one release can fall
-        below it by chance, so compare averages over many releases. The
-        attack is unbiased only to first order in the noise, so the bound
-        may fail where the noise is large.
+        below it by chance, so compare averages over many releases. It may
+        fail where the noise is large (the attack is unbiased only to first
+        order, see Notes).
 
         Parameters
         ----------

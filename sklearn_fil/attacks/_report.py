@@ -24,6 +24,25 @@ def _as_finite_1d(values, name):
     return array
 
 
+def check_groups(groups, n_samples, block):
+    """``groups`` as an array of ``n_samples`` values, without ``"all"``.
+
+    ``"all"`` names the ``block`` of a report over every example.
+    """
+    groups = np.asarray(groups)
+    if groups.shape != (n_samples,):
+        raise ValueError(
+            f"groups must be a 1d array of length {n_samples}, got shape "
+            f"{groups.shape}."
+        )
+    if np.isin(groups.astype(object), ["all"]).any():
+        raise ValueError(
+            f'groups must not contain the value "all", which names the {block} '
+            "over every example."
+        )
+    return groups
+
+
 def _bin_stats(bins, fil, success, n_bins):
     """Per-bin FIL range and mean, count, success mean and its standard error."""
     index = bins - 1
@@ -149,17 +168,7 @@ def attack_report(fil, success, *, groups=None, n_bins=10, baseline=None):
     n_bins = int(n_bins)
     blocks = []
     if groups is not None:
-        groups = np.asarray(groups)
-        if groups.shape != (n_samples,):
-            raise ValueError(
-                f"groups must be a 1d array of length {n_samples}, got shape "
-                f"{groups.shape}."
-            )
-        if np.isin(groups.astype(object), ["all"]).any():
-            raise ValueError(
-                'groups must not contain the value "all", which names the block '
-                "over every example."
-            )
+        groups = check_groups(groups, n_samples, "block")
         try:
             values = np.unique(groups)
         except TypeError as exc:

@@ -31,12 +31,8 @@ def henze_zirkler(R):
     with ``D_jk`` the squared Mahalanobis distance between samples ``j`` and
     ``k``, ``D_j`` that of sample ``j`` to the mean and the smoothing ``b =
     ((2p+1)/4)^(1/(p+4)) n^(1/(p+4)) / sqrt(2)``; its p-value comes from the
-    log-normal with the statistic's null mean and variance.
-
-    Returns
-    -------
-    statistic, p_value, dimension : float, float, int
-        NaN and dimension 0 when no direction varies.
+    log-normal with the statistic's null mean and variance. Returns
+    ``(statistic, p_value, dimension)``, NaN and 0 when no direction varies.
     """
     R = np.asarray(R, dtype=np.float64)
     n = R.shape[0]
@@ -75,11 +71,7 @@ def henze_zirkler_subsets(R, rng):
     With more than ``min(55, n // 2)`` weights, tests ``2 (p // m + 1)``
     random subsets of ``m`` weights (Hyland & Tople, appendix C.1): a
     multivariate normal has normal marginals, so the smallest p-value decides.
-
-    Returns
-    -------
-    statistic, p_value, n_subsets : float, float, int
-        The statistic and p-value of the subset with the smallest p-value.
+    Returns ``(statistic, p_value, n_subsets)`` of that subset.
     """
     n, p = R.shape
     m = min(p, _HZ_MAX_DIM, max(1, n // 2))
@@ -118,12 +110,8 @@ def laplace_anderson_darling(R, rng, n_null=9999):
 
     The statistic's null distribution with fitted location and scale does not
     depend on them, so one Monte-Carlo sample of ``n_null`` standard-Laplace
-    data sets of the same size gives the p-values of every weight.
-
-    Returns
-    -------
-    statistic, p_value : ndarray of shape (n_weights,)
-        NaN for weights that do not vary.
+    data sets of the same size gives the p-values of every weight. Returns
+    ``(statistic, p_value)``, NaN for weights that do not vary.
     """
     R = np.asarray(R, dtype=np.float64)
     n, p = R.shape
@@ -163,12 +151,8 @@ def tail_index(R):
         1 / alpha = (mean log ||block sum|| - mean log ||sample||) / log K1,
 
     since a sum of ``K1`` stable vectors is ``K1^(1/alpha)`` times one of
-    them. ``alpha = 2`` is Gaussian, ``alpha = 1`` Cauchy.
-
-    Returns
-    -------
-    alpha : float
-        NaN with fewer than 4 samples or a zero sample.
+    them. ``alpha = 2`` is Gaussian, ``alpha = 1`` Cauchy; NaN with fewer
+    than 4 samples or a zero sample.
     """
     R = np.asarray(R, dtype=np.float64)
     k1 = math.isqrt(R.shape[0])

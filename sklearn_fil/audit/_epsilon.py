@@ -1,19 +1,8 @@
-"""An empirical lower bound on epsilon: is a reported guarantee a guarantee?
-
-A mechanism that is (ε, δ)-DP limits every test that tries to tell apart its
-outputs on two neighbouring data sets: a test that accuses the second data set
-with false-positive rate FPR and false-negative rate FNR must satisfy ``FPR +
-e^ε FNR >= 1 - δ`` and ``FNR + e^ε FPR >= 1 - δ``. Running the mechanism many
-times on a worst-case pair of neighbours, choosing a test on half of the
-outputs and measuring its error rates on the other half turns this into a
-lower bound on ε that holds with a chosen confidence, whatever the mechanism:
-a claimed ε below it is not a guarantee.
-"""
+"""An empirical lower bound on epsilon: is a reported guarantee a guarantee?"""
 
 # Authors: The sklearn-fil developers
 # SPDX-License-Identifier: BSD-3-Clause
 
-import sys
 import warnings
 from numbers import Integral, Real
 from typing import ClassVar
@@ -32,7 +21,9 @@ from sklearn.utils.validation import check_array, check_consistent_length
 
 from sklearn_fil.audit._pipeline import (
     audited_parts,
-    is_sklearn_fil_estimator,
+    check_extra_rows,
+    checked_weight_names,
+    progress,
     through_prefix,
 )
 from sklearn_fil.utils._clipping import row_norms
@@ -40,7 +31,7 @@ from sklearn_fil.utils._fitted import fit_or_clear
 from sklearn_fil.utils._onehot import onehot_columns
 from sklearn_fil.utils._release import fitted_params
 from sklearn_fil.utils._sklearn_compat import Interval, _fit_context
-from sklearn_fil.utils._weights import flatten_weights, weight_names
+from sklearn_fil.utils._weights import flatten_weights
 
 # Fewest releases per data set: two halves of at least ten.
 _MIN_RELEASES = 20
@@ -69,27 +60,10 @@ def _seed_sequence(random_state):
 def _clopper_pearson_upper(k, n, alpha):
     """One-sided Clopper-Pearson upper confidence bound of a binomial rate.
 
-    With ``k`` successes in ``n`` trials, the rate is at most the returned
-    bound with probability at least ``1 - alpha`` (exactly, not
-    asymptotically): the ``1 - alpha`` quantile of ``Beta(k + 1, n - k)``,
-    and 1 when ``k = n``.
+    With ``k`` successes in ``n`` trials the rate is at most the returned
+    bound (one per ``k``) with probability at least ``1 - alpha``, exactly:
+    the ``1 - alpha`` quantile of ``Beta(k + 1, n - k)``, and 1 when ``k = n``.
 
-    Parameters
-    ----------
-    k : int or array-like of int
-        Numbers of successes, ``0 <= k <= n``.
-    n : int
-        Number of trials, >= 1.
-    alpha : float
-        Error probability, in (0, 1).
-
-    Returns
-    -------
-    upper : float or ndarray
-        The upper bounds, one per ``k``.
-
-    Examples
-    --------
     >>> from sklearn_fil.audit._epsilon import _clopper_pearson_upper
     >>> round(_clopper_pearson_upper(0, 100, 0.05), 4)  # 1 - 0.05**(1/100)
     0.0295
@@ -122,10 +96,7 @@ def _canary_norm(params, X_free):
 def _least_varied_direction(X_free):
     """Unit vector along which the rows of X vary least (uncentred).
 
-    The smallest right singular vector of ``X``: the curvature of a
-    regularised loss, and the pull of the other examples' gradients, are
-    smallest there, so a canary along it moves the model most. The sign is
-    fixed (largest entry positive) so the result is deterministic.
+    The smallest right singular vector, its largest entry positive.
     """
     d = X_free.shape[1]
     if d == 0:
@@ -151,24 +122,18 @@ def canary_neighbours(estimator, X, y):
 
     The relation is the one the fitted estimator's ``guarantee_`` states.
     The canary's features are ``R u``: ``u`` the unit direction along which
-    the rows of ``X`` vary least (the model's curvature, and the pull of the
-    other examples, are smallest there) and ``R`` the largest norm the
-    mechanism lets through: ``data_norm`` for an estimator that clips rows to
-    it (the columns of ``onehot_groups`` keep row 0's values, and the
-    estimator clips the rest to the norm left); for DP-SGD (an estimator with
-    ``max_grad_norm``) the larger of ``4 * max_grad_norm`` and the largest
-    row norm of ``X``, so that the gradient of a misclassified canary is
-    clipped; otherwise the largest row norm of ``X``.
+    the rows of ``X`` vary least (where the model's curvature is smallest)
+    and ``R`` the largest norm the mechanism lets through: ``data_norm``
+    (one-hot columns keep row 0's values); for DP-SGD the larger of ``4 *
+    max_grad_norm`` and the largest row norm, so that a misclassified
+    canary's gradient is clipped; otherwise the largest row norm of ``X``.
 
-    * ``"replace_one"``: both data sets are ``X`` with row 0 replaced by the
-      canary. For a classifier the canary has the same features in both, with
-      the label the estimator predicts for it in the first and another label
-      (the least probable one) in the second: for a logistic loss the two
-      gradients then point in opposite directions at every weight vector,
-      the worst case of replacing one example. Otherwise the label is row
-      0's and the features are ``R u`` in the first, ``-R u`` in the second.
-    * ``"add_remove"``: the first data set is ``X`` itself, the second has the
-      canary appended, labelled against the estimator's prediction.
+    * ``"replace_one"``: row 0 of ``X`` replaced by the canary in both. A
+      classifier's canary has its predicted label in the first and the least
+      probable other label in the second; otherwise the features are ``R u``
+      in the first and ``-R u`` in the second.
+    * ``"add_remove"``: ``X`` itself, and ``X`` with the canary appended,
+      labelled against the estimator's prediction.
 
     Parameters
     ----------
@@ -240,24 +205,20 @@ def canary_neighbours(estimator, X, y):
         return A if columns is None else pd.DataFrame(A, columns=columns)
 
     row = frame(canary[None, :])
-    add_remove = guarantee.neighboring_relation == "add_remove"
+    label = other = y_arr[0]
     if is_classifier(estimator):
-        predicted = np.asarray(estimator.predict(row))[0]
-        flipped = _flipped_label(estimator, row, predicted)
-        if add_remove:
-            X1 = np.vstack([X_arr, canary])
-            return frame(X_arr), y_arr, frame(X1), np.append(y_arr, flipped)
-        X_arr[0] = canary
-        y0, y1 = y_arr.copy(), y_arr.copy()
-        y0[0], y1[0] = predicted, flipped
-        return frame(X_arr), y0, frame(X_arr.copy()), y1
-    if add_remove:
+        label = np.asarray(estimator.predict(row))[0]
+        other = _flipped_label(estimator, row, label)
+    if guarantee.neighboring_relation == "add_remove":
         X1 = np.vstack([X_arr, canary])
-        return frame(X_arr), y_arr, frame(X1), np.append(y_arr, y_arr[0])
-    X0, X1 = X_arr.copy(), X_arr.copy()
-    X0[0] = canary
-    X1[0, free] = -canary[free]
-    return frame(X0), y_arr, frame(X1), y_arr.copy()
+        return frame(X_arr), y_arr, frame(X1), np.append(y_arr, other)
+    X_arr[0] = canary
+    X1 = X_arr.copy()
+    if not is_classifier(estimator):  # one label: opposite features
+        X1[0, free] = -canary[free]
+    y0, y1 = y_arr.copy(), y_arr.copy()
+    y0[0], y1[0] = label, other
+    return frame(X_arr), y0, frame(X1), y1
 
 
 def _check_neighbours(X0, y0, X1, y1, relation):
@@ -297,7 +258,8 @@ def _check_neighbours(X0, y0, X1, y1, relation):
 
 def _check_final(final):
     """Raise unless a Pipeline's final step is a model EpsilonAudit can audit."""
-    if not is_sklearn_fil_estimator(final) or not hasattr(final, "fit"):
+    ours = any(c.__module__.split(".")[0] == "sklearn_fil" for c in type(final).__mro__)
+    if not ours or not hasattr(final, "fit"):
         raise TypeError(
             "EpsilonAudit audits a Pipeline whose final step is a sklearn-fil "
             "estimator that reports a guarantee (e.g. "
@@ -325,8 +287,7 @@ def _check_guarantee(model, name, which):
 def _fit_releases(estimator, data_sets, jobs, names, fit_params):
     """Fit one release per ``(data set, seed)`` job; one row of weights each.
 
-    The release fits repeat the probe fits' warnings (shown once, in the
-    calling process), so they are silenced here.
+    Warnings are silenced: the probes in the calling process showed them.
     """
     rows = []
     with warnings.catch_warnings():
@@ -337,22 +298,6 @@ def _fit_releases(estimator, data_sets, jobs, names, fit_params):
             model.fit(X, y, **fit_params)
             rows.append(flatten_weights(model, names))
     return np.stack(rows)
-
-
-def _progress(results, total, verbose):
-    """Yield ``results`` (arrays of releases), drawing a bar on stderr if verbose."""
-    done = 0
-    for result in results:
-        done += result.shape[0]
-        if verbose:
-            filled = 30 * done // total
-            end = "\n" if done == total else ""
-            sys.stderr.write(
-                f"\rEpsilonAudit [{'#' * filled}{'.' * (30 - filled)}] "
-                f"{done}/{total} releases{end}"
-            )
-            sys.stderr.flush()
-        yield result
 
 
 def _statistic(W0, W1):
@@ -421,61 +366,40 @@ class EpsilonAudit(MetaEstimatorMixin, BaseEstimator):
     """Audit a reported ε: a lower bound on the ε a mechanism really has.
 
     Fits ``estimator`` ``n_releases`` times on each of two neighbouring data
-    sets (each release a clone with its own ``random_state``) and tries to
-    tell its released weights apart. Any (ε, δ)-DP mechanism limits every
-    such test: accusing the second data set with false-positive rate FPR and
-    false-negative rate FNR, ``FPR + e^ε FNR >= 1 - δ``. The audit
+    sets and tries to tell its released weights apart. Any (ε, δ)-DP
+    mechanism limits every such test: accusing the second data set with
+    false-positive rate FPR and false-negative rate FNR, ``FPR + e^ε FNR >= 1
+    - δ``. The audit chooses the test on the first half of the releases
+    (Fisher's discriminant of the released weights, the most powerful test
+    for Gaussian output noise, and the threshold of its ROC curve with the
+    best bound), counts its errors on the other half, bounds FPR and FNR by
+    one-sided Clopper-Pearson intervals at ``1 - (1 - confidence) / 2`` each
+    and reports ``epsilon_lower_ = log((1 - δ - FNR_upper) / FPR_upper)`` at
+    the claimed δ.
 
-    1. chooses the test on the first half of the releases of each data set: a
-       linear statistic (Fisher's discriminant of the two sets of released
-       weights; the projection on the difference of their means when the
-       noise is isotropic, the most powerful test for Gaussian output noise),
-       which data set its high values accuse, and a threshold, the point of
-       the ROC curve (:func:`sklearn.metrics.roc_curve`) with the best lower
-       bound on those releases;
-    2. counts that single test's errors on the other half, bounds FPR and FNR
-       from above by one-sided Clopper-Pearson intervals at
-       ``1 - (1 - confidence) / 2`` each (Bonferroni), and reports
-       ``epsilon_lower_ = log((1 - δ - FNR_upper) / FPR_upper)``, at least 0,
-       at the δ the estimator claims.
+    Whatever the mechanism, ``epsilon_lower_`` is below its true ε with
+    probability at least ``confidence``: a claimed ε below it is refuted. A
+    bound below the claim only says that this test found no violation; with
+    no error among ``m = n_releases / 2`` held-out releases it is ``log((1 -
+    δ) / (1 - ((1 - confidence) / 2)^(1/m)))``, about 4.9 for
+    ``n_releases=1000``. The data sets are ``X, y`` and ``X_neighbour,
+    y_neighbour`` when given, else the pair :func:`canary_neighbours` builds.
 
-    Whatever the mechanism, ``epsilon_lower_`` is below its true ε (at that
-    δ) with probability at least ``confidence``: a claimed ε below it is
-    refuted. The converse does not hold: a lower bound below the claim only
-    says that this test, on these data sets, found no violation. How close
-    it can come depends on ``n_releases`` (with no error at all among ``m =
-    n_releases / 2`` held-out releases, the bound is ``log((1 - δ) / (1 -
-    ((1 - confidence) / 2)^(1/m)))``, about 4.9 for ``n_releases=1000`` at
-    the default confidence) and on how close the pair of data sets is to
-    the worst case.
-
-    The neighbouring data sets are ``X, y`` and ``X_neighbour,
-    y_neighbour`` when given; otherwise :func:`canary_neighbours` builds a
-    worst-case pair from ``X, y`` under the relation the estimator's
-    ``guarantee_`` states (replacing row 0 by a canary, or appending one).
-
-    A probe fit on each data set, in this process, runs first: its errors
-    and warnings surface before the releases; ``guarantee_``, the claim,
-    comes from the probe on ``X, y``. The releases are then fitted by joblib
-    in a few tasks per worker (warnings silenced, they repeat the probes'),
-    so ``n_jobs`` parallelises them and ``joblib.parallel_config(
-    backend="dask")`` runs them on a Dask cluster; the results do not depend
-    on where they were fitted. Every release is a fresh clone whose
-    ``random_state`` comes from a :class:`numpy.random.SeedSequence` of the
-    audit's ``random_state``.
+    Probe fits on each data set run first, in this process, so that their
+    errors and warnings surface before the releases; ``guarantee_`` comes
+    from the probe on ``X, y``. The releases are clones seeded from a
+    :class:`numpy.random.SeedSequence` of ``random_state``, fitted by joblib
+    (warnings silenced): ``n_jobs`` and the backend change the run time only.
 
     Parameters
     ----------
     estimator : estimator object
-        An unfitted estimator with a ``random_state`` parameter that reports
-        a guarantee (``guarantee_``, a
-        :class:`~sklearn_fil.accounting.Guarantee`) and releases ``coef_`` and
-        ``intercept_`` (:class:`~sklearn_fil.OutputPerturbedLogisticRegression`)
-        or ``coefs_`` and ``intercepts_``
-        (:class:`~sklearn_fil.DPSGDClassifier`). It is cloned for every
-        release. Or a :class:`~sklearn.pipeline.Pipeline` whose prefix is
-        fitted and whose final step is such a sklearn-fil estimator: the
-        prefix is frozen and only the final step is audited (see Notes).
+        An unfitted estimator with a ``random_state`` that reports a
+        ``guarantee_`` and releases ``coef_`` and ``intercept_`` (e.g.
+        :class:`~sklearn_fil.OutputPerturbedLogisticRegression`) or
+        ``coefs_`` and ``intercepts_`` (:class:`~sklearn_fil.DPSGDClassifier`),
+        cloned for every release; or a :class:`~sklearn.pipeline.Pipeline`
+        with a fitted prefix and such a final step (see Notes).
     n_releases : int, default=2000
         Releases per data set, at least 20: half choose the test, half
         measure it.
@@ -485,8 +409,7 @@ class EpsilonAudit(MetaEstimatorMixin, BaseEstimator):
         Joblib workers for the releases; None means 1 unless in a
         :func:`joblib.parallel_config` context.
     random_state : int, RandomState instance or None, default=None
-        Seeds the releases (and the probes). None draws fresh OS entropy; an
-        int makes the audit reproducible.
+        Seeds the releases and the probes.
     verbose : int, default=0
         Draw a progress bar of the releases on stderr.
 
@@ -497,35 +420,30 @@ class EpsilonAudit(MetaEstimatorMixin, BaseEstimator):
     epsilon_claimed_ : float
         The claimed ε: the largest of the probes' on the two data sets.
     delta_ : float
-        The δ of the claim (the largest of the probes'), at which the lower
-        bound is computed.
+        The δ of the claim (the largest of the probes').
     epsilon_lower_ : float
         Lower bound on the mechanism's ε at ``delta_``, valid with
         probability ``confidence``; at least 0.
     epsilon_estimate_ : float
-        Point estimate of the same test's ε at ``delta_``: the bound at the
-        held-out error rates, each estimated as ``(k + 1/2) / (m + 1)``
-        (finite even without errors); at least 0. Not a bound.
+        Point estimate (not a bound) of the same test's ε, at the held-out
+        error rates estimated as ``(k + 1/2) / (m + 1)``; at least 0.
     consistent_ : bool
-        Whether ``epsilon_lower_ <= epsilon_claimed_``: the audit found no
-        violation.
+        Whether ``epsilon_lower_ <= epsilon_claimed_``.
     direction_ : ndarray of shape (n_weights,)
         Weights of the linear statistic over the flattened release (all
-        weights, then all biases), oriented so that high values accuse
-        ``positive_``.
+        weights, then all biases); high values accuse ``positive_``.
     threshold_ : float
         The test accuses ``positive_`` when the statistic is at least this.
     positive_ : {"original", "neighbour"}
         The data set the test accuses.
     scores_ : pandas.DataFrame
-        The held-out statistics, columns ``"original"`` (releases on ``X,
-        y``) and ``"neighbour"``, one row per held-out release.
+        The held-out statistics, columns ``"original"`` and ``"neighbour"``.
     audit_report_ : pandas.DataFrame
-        One row: ``epsilon_claimed``, ``delta``, ``neighboring_relation``,
-        ``epsilon_lower``, ``epsilon_estimate``, ``fpr``, ``fnr`` (held-out
-        rates), ``fpr_upper``, ``fnr_upper``, ``n_releases``,
-        ``confidence`` and ``consistent``; indexed by the estimator's class
-        name.
+        One row, indexed by the estimator's class name: ``epsilon_claimed``,
+        ``delta``, ``neighboring_relation``, ``epsilon_lower``,
+        ``epsilon_estimate``, the held-out rates ``fpr``, ``fnr`` and their
+        bounds ``fpr_upper``, ``fnr_upper``, ``n_releases``, ``confidence``
+        and ``consistent``.
 
     See Also
     --------
@@ -535,23 +453,12 @@ class EpsilonAudit(MetaEstimatorMixin, BaseEstimator):
     Notes
     -----
     A :class:`~sklearn.pipeline.Pipeline` is audited with its prefix
-    *frozen*: the prefix is never refitted (nor cloned); ``X`` (and
-    ``X_neighbour``) go through its ``transform`` once, and the final step is
-    audited on the transformed rows, exactly as ``EpsilonAudit(pipe[-1])`` on
-    ``pipe[:-1].transform(X)`` (the canary is built in that space, and
-    ``fit_params`` go to the final step). The audited ε is the final step's
-    given a public prefix, the only case its guarantee covers: a prefix
-    fitted on the private data (a scaler's means, an encoder's categories)
-    is a release of its own, outside the guarantee and outside the audit;
-    fit the prefix on public data for the guarantee to cover the pipeline.
-    :func:`~sklearn.base.clone` refits nothing but unfits a Pipeline's
-    prefix, so a cloned audit needs its prefix steps wrapped in
-    :class:`~sklearn.frozen.FrozenEstimator`.
-
-    The releases are held in memory, ``2 n_releases`` vectors of all the
-    released weights. Like every result computed from the training data, the
-    audit's are sensitive; a fixed ``random_state`` makes the releases
-    reproducible and therefore not private.
+    *frozen*, as ``EpsilonAudit(pipe[-1])`` on ``pipe[:-1].transform(X)``
+    (``fit_params`` go to the final step): the audited ε is the final step's
+    given a public prefix. A cloned audit needs its prefix steps wrapped in
+    :class:`~sklearn.frozen.FrozenEstimator` (:func:`~sklearn.base.clone`
+    unfits them). The audit holds ``2 n_releases`` released weight vectors in
+    memory; its results are sensitive.
 
     References
     ----------
@@ -646,29 +553,21 @@ n_features), default=None
         return fit_or_clear(self, self._fit, X, y, X_neighbour, y_neighbour, fit_params)
 
     def _fit(self, X, y, X_neighbour, y_neighbour, fit_params):
-        prefix, estimator = audited_parts(self.estimator, "EpsilonAudit", _check_final)
+        prefix, estimator = audited_parts(
+            self.estimator,
+            "EpsilonAudit",
+            _check_final,
+            "the audit draws the randomness of every release through it",
+        )
         name = type(estimator).__name__
-        if "random_state" not in estimator.get_params(deep=False):
-            raise TypeError(
-                f"{name} has no random_state parameter: "
-                "the audit draws the randomness of every release through it."
-            )
         # a Pipeline: the final step is audited on rows through the frozen prefix
         X, X_neighbour = through_prefix(prefix, X), through_prefix(prefix, X_neighbour)
         X_arr = check_array(X, dtype=np.float64)
         y_arr = np.asarray(y)
         check_consistent_length(X_arr, y_arr)
-        if (X_neighbour is None) != (y_neighbour is None):
-            raise ValueError("X_neighbour and y_neighbour must be given together.")
-        if X_neighbour is not None:
-            Xn_arr = check_array(X_neighbour, dtype=np.float64)
-            yn_arr = np.asarray(y_neighbour)
-            check_consistent_length(Xn_arr, yn_arr)
-            if Xn_arr.shape[1] != X_arr.shape[1]:
-                raise ValueError(
-                    f"X_neighbour has {Xn_arr.shape[1]} features; X has "
-                    f"{X_arr.shape[1]}."
-                )
+        neighbour = check_extra_rows(
+            X_neighbour, y_neighbour, X_arr.shape[1], "neighbour"
+        )
         n = self.n_releases
         seeds = [
             int(s) for s in _seed_sequence(self.random_state).generate_state(3 + 2 * n)
@@ -679,18 +578,12 @@ n_features), default=None
         probe = clone(estimator).set_params(random_state=seeds[0])
         probe.fit(X, y, **fit_params)
         guarantee = _check_guarantee(probe, name, "X, y")
-        names = weight_names(probe)
-        if names is None:
-            raise TypeError(
-                f"{name} exposes neither coef_ and "
-                "intercept_ nor coefs_ and intercepts_ after fit: the audit "
-                "compares released weights."
-            )
+        names = checked_weight_names(probe, "released weights")
         relation = guarantee.neighboring_relation
-        if X_neighbour is None:
+        if neighbour is None:
             X0, y0, X1, y1 = canary_neighbours(probe, X, y)
         else:
-            _check_neighbours(X_arr, y_arr, Xn_arr, yn_arr, relation)
+            _check_neighbours(X_arr, y_arr, *neighbour, relation)
             X0, y0, X1, y1 = X, y, X_neighbour, y_neighbour
         claims = []
         for seed, (Xd, yd), which in (
@@ -720,7 +613,10 @@ n_features), default=None
             )
             for chunk in chunks
         )
-        W = np.vstack(list(_progress(results, len(jobs), self.verbose)))
+        bar = progress(
+            results, len(jobs), self.verbose, "EpsilonAudit", "releases", len
+        )
+        W = np.vstack(list(bar))
 
         self.guarantee_ = guarantee
         self.epsilon_claimed_ = float(max(c.epsilon for c in claims))

@@ -1,10 +1,4 @@
-"""Intrinsic privacy of SGD: seed variability against data sensitivity.
-
-Hyland & Tople ask how much privacy the randomness of SGD itself (the seed: the
-initialisation and the order of the data) gives. They train a grid of models
-over seeds and neighbouring data sets and compare how far the weights move when
-the seed changes with how far they move when one training example changes.
-"""
+"""Intrinsic privacy of SGD: seed variability against data sensitivity."""
 
 # Authors: The sklearn-fil developers
 # SPDX-License-Identifier: BSD-3-Clause
@@ -31,21 +25,25 @@ from sklearn.base import (
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import HasMethods
 from sklearn.utils.validation import (
-    check_array,
-    check_consistent_length,
     check_X_y,
     has_fit_parameter,
     validate_data,
 )
 
 from sklearn_fil.audit import _diagnostics
-from sklearn_fil.audit._pipeline import audited_parts, through_prefix
+from sklearn_fil.audit._pipeline import (
+    audited_parts,
+    check_extra_rows,
+    checked_weight_names,
+    progress,
+    through_prefix,
+)
 from sklearn_fil.audit._sensitivity import sgd_sensitivity_bound
 from sklearn_fil.exceptions import CalibrationRangeWarning
 from sklearn_fil.utils._fitted import fit_or_clear
 from sklearn_fil.utils._per_example_loss import loss_kind, per_example_loss
 from sklearn_fil.utils._sklearn_compat import Interval, _fit_context
-from sklearn_fil.utils._weights import flatten_weights, weight_names
+from sklearn_fil.utils._weights import flatten_weights
 
 # Fitted weights and the fit parameters that set their initial values.
 # (the keys are the pairs of sklearn_fil.utils._weights.WEIGHT_ATTRIBUTES)
@@ -64,8 +62,7 @@ _ATTACK_ROWS = 2000
 def _glorot(model, names, seed):
     """Glorot-uniform weights and zero biases shaped like ``model``'s.
 
-    Hyland & Tople's initialisation (Keras defaults). It depends on ``seed``
-    only, so the runs of one seed start alike on every data set.
+    Hyland & Tople's initialisation (Keras defaults), a function of ``seed``.
     """
     rng = np.random.default_rng(seed)
     weights, biases = (getattr(model, name) for name in names)
@@ -84,11 +81,10 @@ def _glorot(model, names, seed):
 
 
 def _fit_one(estimator, X, y, replaced, seed, init, hook, names, attack):
-    """Fit one model of the grid; every model is one joblib task.
+    """Fit one model of the grid (one joblib task).
 
-    The data set is X without its first (reference) row; with ``replaced``,
-    that row takes the place of row ``replaced``, so this data set and the
-    base one differ in one position of any visiting order.
+    The data set is X without its reference row 0, which takes the place of
+    row ``replaced`` when given.
     """
     rows = np.arange(1, X.shape[0])
     if replaced is not None:
@@ -110,12 +106,7 @@ def _fit_one(estimator, X, y, replaced, seed, init, hook, names, attack):
 
 
 def _check_final(final):
-    """Raise unless a Pipeline's final step is a model trained with a seed.
-
-    The audit varies the seed of a classifier's or regressor's SGD: a
-    transformer, or anything without a ``random_state``, is refused before
-    any work.
-    """
+    """Raise unless a Pipeline's final step is a model trained with a seed."""
     if not (is_classifier(final) or is_regressor(final)) or (
         "random_state" not in final.get_params(deep=False)
     ):
@@ -125,26 +116,6 @@ def _check_final(final):
             "sklearn_fil.neural.DPSGDClassifier, SGDClassifier); the final step "
             f"is {type(final).__name__}."
         )
-
-
-def _progress(results, total, verbose):
-    """Yield ``results``, drawing a bar of fitted models on stderr if verbose.
-
-    The bar is redrawn when its percentage changes: at most 101 times.
-    """
-    shown = -1
-    for done, result in enumerate(results, start=1):
-        percent = 100 * done // total
-        if verbose and percent != shown:
-            shown = percent
-            filled = 30 * done // total
-            end = "\n" if done == total else ""
-            sys.stderr.write(
-                f"\rIntrinsicPrivacyAudit [{'#' * filled}{'.' * (30 - filled)}] "
-                f"{done}/{total} models{end}"
-            )
-            sys.stderr.flush()
-        yield result
 
 
 _ABOVE_ONE = "above 1: classical Gaussian calibration invalid"
@@ -176,56 +147,42 @@ def _accuracy_epsilon(accuracy):
 class IntrinsicPrivacyAudit(MetaEstimatorMixin, BaseEstimator):
     """Audit the intrinsic privacy of SGD: seed variability vs data sensitivity.
 
-    Trains ``estimator`` on a grid of random seeds times neighbouring data
-    sets, as Hyland & Tople do, and compares how far the weights move when
-    the seed changes (variability) with how far they move when one training
-    example changes (sensitivity). Treating the seed's randomness as the noise
-    of a Gaussian mechanism gives a data-dependent epsilon.
+    Trains ``estimator`` on a grid of seeds times neighbouring data sets, as
+    Hyland & Tople do, and compares how far the weights move when the seed
+    (initialisation and data order) changes (variability) with how far they
+    move when one example changes (sensitivity): treating the seed as the
+    noise of a Gaussian mechanism gives a data-dependent epsilon, an
+    estimate (not a guarantee) that assumes Gaussian weights and a secret
+    seed. The results are computed from the training data and are sensitive.
 
-    The data sets: row 0 of ``X`` is the reference row. The base data set is
-    ``X`` without it; each of the ``n_neighbours`` neighbouring data sets puts
-    the reference row in the place of one randomly chosen other row (which is
-    thereby removed). Every neighbouring data set differs from the base one
-    in one example and, for a given seed, in one position of the order in
-    which SGD visits the rows.
-
-    Every model is one joblib task: ``n_jobs`` parallelises them, and
-    ``joblib.parallel_config(backend="dask")`` runs them on a Dask cluster.
-    The results do not depend on where the models were fitted.
-
-    The intrinsic epsilons are estimates, not differential-privacy
-    guarantees: they assume the weights are Gaussian over seeds, estimate the
-    variability and (for ``empirical_intrinsic_epsilon_``) the sensitivity
-    from finitely many runs, and hold only for a secret seed. Like the
-    privacy report of the other estimators, the audit's results are computed
-    from the training data and are themselves sensitive.
+    Row 0 of ``X`` is the reference row. The base data set is ``X`` without
+    it; each of the ``n_neighbours`` neighbouring data sets puts it in the
+    place of one random other row, so it differs from the base one in one
+    example and, for a given seed, in one position of the visiting order.
+    Every model is one joblib task: ``n_jobs`` and the backend change the
+    run time only.
 
     Parameters
     ----------
     estimator : estimator object
-        An unfitted estimator with a ``random_state`` parameter whose fitted
-        weights are ``coef_`` and ``intercept_`` (scikit-learn's
-        ``SGDClassifier``, ``SGDRegressor``) or ``coefs_`` and ``intercepts_``
-        (:class:`~sklearn_fil.neural.DPSGDClassifier`, usually with
-        ``noise_multiplier=0``). It is cloned for every model. Or a
-        :class:`~sklearn.pipeline.Pipeline` whose prefix is fitted and whose
-        final step is such an estimator: the prefix is frozen and only the
-        final step is audited (see Notes).
+        An unfitted estimator with a ``random_state`` whose fitted weights are
+        ``coef_`` and ``intercept_`` (``SGDClassifier``, ``SGDRegressor``) or
+        ``coefs_`` and ``intercepts_`` (:class:`~sklearn_fil.neural.DPSGDClassifier`,
+        usually with ``noise_multiplier=0``), cloned for every model; or a
+        :class:`~sklearn.pipeline.Pipeline` with a fitted prefix and such a
+        final step (see Notes).
     n_seeds : int, default=100
         Random seeds per data set.
     n_neighbours : int, default=20
         Neighbouring data sets besides the base one.
     vary_init : bool, default=True
         Whether the seed draws the initial weights (Glorot uniform, zero
-        biases) as well as the order of the data; otherwise every run starts
-        from one fixed draw. The grid uses this setting; with an estimator
-        whose ``fit`` takes an initialisation (``coef_init`` and
-        ``intercept_init``, or ``coefs_init`` and ``intercepts_init``), the
-        audit also fits ``n_seeds`` models of the other setting on the base
-        data set, for the seed distances of both (the paper's Figure 3). For
-        an estimator without one, ``vary_init=True`` leaves the initialisation
-        to the estimator and its ``random_state``, and ``vary_init=False`` is
-        an error.
+        biases) as well as the order of the data, or every run starts from
+        one fixed draw. When ``fit`` takes an initialisation (``coef_init``
+        and ``intercept_init``, or ``coefs_init`` and ``intercepts_init``),
+        the audit also fits ``n_seeds`` models of the other setting on the
+        base data set (the paper's Figure 3); otherwise ``vary_init=True``
+        leaves the initialisation to the estimator and ``False`` is an error.
     delta : float, default=None
         The delta of the intrinsic epsilons; None means ``1 / n_samples**2``.
     n_jobs : int, default=None
@@ -242,20 +199,15 @@ class IntrinsicPrivacyAudit(MetaEstimatorMixin, BaseEstimator):
         The paper's Table 4, one row per quantity: ``delta``,
         ``sensitivity_bound``, ``sensitivity``, ``variability``,
         ``intrinsic_epsilon``, ``empirical_intrinsic_epsilon``; columns
-        ``value`` and, for the variability and the epsilons, the range over
-        weights ``per_weight_min``, ``per_weight_max``; ``caveat`` says
-        ``"above 1: classical Gaussian calibration invalid"`` on the epsilon
-        rows where a value exceeds 1 (fitting then also warns with a
-        :class:`~sklearn_fil.exceptions.CalibrationRangeWarning`), and is
-        empty elsewhere.
+        ``value``, the range over weights ``per_weight_min``,
+        ``per_weight_max`` and ``caveat``, which flags epsilons above 1 (a
+        :class:`~sklearn_fil.exceptions.CalibrationRangeWarning` too).
     sensitivity_ : float
         Empirical sensitivity: the largest distance between the weights of
         two models of one seed on the base and a neighbouring data set.
     sensitivity_bound_ : float or None
         The bound ``2 k L eta / B`` of Wu et al. (2017) where its assumptions
-        hold (a convex, Lipschitz and smooth loss, constant steps of at most
-        ``2 / beta``, ``k`` epochs that each visit the differing example once
-        with weight ``eta / B``), None otherwise.
+        hold (convex, Lipschitz and smooth loss, constant small steps).
     sensitivity_bound_reason_ : str or None
         Why there is no bound.
     variability_ : float
@@ -269,20 +221,17 @@ class IntrinsicPrivacyAudit(MetaEstimatorMixin, BaseEstimator):
     empirical_intrinsic_epsilon_ : float
         The same with ``sensitivity_``.
     distances_ : pandas.DataFrame
-        Columns ``kind`` and ``distance``: the distances between the weights
-        of models of one seed on two neighbouring data sets (``"data"``) and
-        of two seeds on the base data set, with a fixed or a varying
-        initialisation (``"seed, fixed init"``, ``"seed, varying init"``).
+        Columns ``kind`` and ``distance``: between models of one seed on two
+        neighbouring data sets (``"data"``) and of two seeds on the base data
+        set (``"seed, fixed init"``, ``"seed, varying init"``).
     diagnostics_ : pandas.DataFrame
-        Tests of the distribution of the weights over seeds on the base data
-        set (section 6 of the paper), one row each: ``henze_zirkler``
-        (multivariate normality, on random subsets of at most 55 weights when
-        there are more), ``shapiro_wilk`` (normality of each weight),
-        ``anderson_darling_laplace`` (Laplace distribution of each weight,
-        Monte-Carlo p-values) and ``tail_index`` (alpha of an alpha-stable
-        fit, 2 for Gaussian tails); columns ``statistic``, ``p_value`` (the
-        smallest), ``n_tests`` and ``rejected``, the fraction rejected at
-        level 0.05 after a Bonferroni correction over ``n_tests``.
+        Tests of the weights' distribution over seeds on the base data set
+        (the paper's section 6): ``henze_zirkler`` (multivariate normality,
+        on subsets of at most 55 weights), ``shapiro_wilk``,
+        ``anderson_darling_laplace`` (per weight) and ``tail_index`` (alpha
+        of an alpha-stable fit, 2 for Gaussian tails); columns
+        ``statistic``, ``p_value`` (the smallest), ``n_tests`` and
+        ``rejected`` (fraction rejected at 0.05, Bonferroni-corrected).
     weight_tests_ : pandas.DataFrame
         One row per weight: ``std`` (its smallest standard deviation over
         data sets), ``shapiro_wilk_p`` and ``anderson_darling_laplace_p``.
@@ -293,9 +242,8 @@ class IntrinsicPrivacyAudit(MetaEstimatorMixin, BaseEstimator):
     membership_ : pandas.DataFrame
         Only with a hold-out set: for every model on a neighbouring data set,
         the balanced accuracy and implied epsilon of the loss-threshold
-        membership attack when the adversary knows the seed (the threshold is
-        the mean training loss of a model of the same seed on another data
-        set) and when it does not (a model of another seed on that data set).
+        membership attack with the threshold from a model of the same seed
+        (``_same``) or of another (``_different``) on another data set.
     membership_test_ : pandas.Series
         Only with a hold-out set: the mean accuracies and epsilons, their
         difference and the p-value of the one-sided paired t-test that
@@ -311,8 +259,7 @@ class IntrinsicPrivacyAudit(MetaEstimatorMixin, BaseEstimator):
     n_features_in_ : int
         Number of features of ``X`` (the raw columns, for a Pipeline).
     feature_names_in_ : ndarray of shape (n_features,)
-        Names of the columns of ``X``, when it is a DataFrame with string
-        column names.
+        Names of the columns of ``X``, when they are strings.
 
     See Also
     --------
@@ -323,21 +270,12 @@ class IntrinsicPrivacyAudit(MetaEstimatorMixin, BaseEstimator):
     -----
     Hyland & Tople compare two neighbouring data sets with each other, which
     a fixed seed visits in two differing positions; comparing each one with
-    the base data set keeps one, the setting of the sensitivity bound. The
-    fit of every model is one task whatever the backend, with its seed and
-    initialisation drawn beforehand, so ``n_jobs`` and the backend change
-    the run time only.
+    the base data set keeps one, the setting of the sensitivity bound.
 
     A :class:`~sklearn.pipeline.Pipeline` is audited with its prefix
-    *frozen*: it is never refitted (nor cloned); ``X`` and ``X_holdout`` go
-    through its ``transform`` once and the final step is audited on the
-    transformed rows, exactly as ``IntrinsicPrivacyAudit(pipe[-1])`` on
-    ``pipe[:-1].transform(X)``. The seed and the one changed example then
-    move the final step only; a prefix fitted on the private data (a
-    scaler's means) depends on every example too, a dependence this audit
-    does not measure. :func:`~sklearn.base.clone` unfits a Pipeline's
-    prefix, so a cloned audit needs its prefix steps wrapped in
-    :class:`~sklearn.frozen.FrozenEstimator`.
+    *frozen*, as ``IntrinsicPrivacyAudit(pipe[-1])`` on
+    ``pipe[:-1].transform(X)``; a cloned audit needs its prefix steps wrapped
+    in :class:`~sklearn.frozen.FrozenEstimator`.
 
     References
     ----------
@@ -463,9 +401,10 @@ default=None
             delayed(_fit_one)(estimator, X, y, rep, s, w0, hook, names, attack)
             for rep, s, w0 in tasks
         )
-        weights, losses = zip(
-            *_progress(results, len(tasks), self.verbose), strict=True
+        bar = progress(
+            results, len(tasks), self.verbose, "IntrinsicPrivacyAudit", "models"
         )
+        weights, losses = zip(*bar, strict=True)
         grid = self.n_seeds * (self.n_neighbours + 1)
         W = np.stack(weights[:grid]).reshape(self.n_neighbours + 1, self.n_seeds, -1)
         other = np.stack(weights[grid:]) if hook is not None else None
@@ -484,20 +423,13 @@ default=None
         return self
 
     def _validate(self, X, y, X_holdout, y_holdout):
-        """``(model, X, y, holdout)``: every check before any model is fitted.
-
-        A Pipeline's prefix is frozen: ``X`` and ``X_holdout`` go through it
-        and its final step is the model (``n_features_in_`` and
-        ``feature_names_in_`` are those of the raw ``X``).
-        """
+        """``(model, X, y, holdout)``: every check before any model is fitted."""
         prefix, estimator = audited_parts(
-            self.estimator, "IntrinsicPrivacyAudit", _check_final
+            self.estimator,
+            "IntrinsicPrivacyAudit",
+            _check_final,
+            "the audit varies the seed of SGD through it",
         )
-        if "random_state" not in estimator.get_params(deep=False):
-            raise TypeError(
-                f"{type(estimator).__name__} has no random_state parameter: "
-                "the audit varies the seed of SGD through it."
-            )
         if prefix is None:
             X, y = validate_data(self, X, y, dtype=np.float64, y_numeric=False)
         else:
@@ -511,21 +443,12 @@ default=None
                 f"and one more); X has {n}."
             )
         X_holdout = through_prefix(prefix, X_holdout)
-        holdout = self._check_holdout(X_holdout, y_holdout, X.shape[1])
+        holdout = check_extra_rows(X_holdout, y_holdout, X.shape[1], "holdout")
         return estimator, X, y, holdout
 
     def _weight_hook(self, estimator, probe):
-        """The fitted weights' names and the fit parameters that initialise them.
-
-        The hook is None when ``estimator.fit`` takes no initialisation.
-        """
-        names = weight_names(probe)
-        if names is None:
-            raise TypeError(
-                f"{type(estimator).__name__} exposes neither coef_ and "
-                "intercept_ nor coefs_ and intercepts_ after fit: the audit "
-                "compares weights."
-            )
+        """The weights' names and the fit parameters that initialise them, or None."""
+        names = checked_weight_names(probe, "weights")
         hook = _WEIGHTS[names]
         if not all(has_fit_parameter(estimator, h) for h in hook):
             hook = None
@@ -537,26 +460,10 @@ default=None
                 )
         return names, hook
 
-    def _check_holdout(self, X_holdout, y_holdout, n_features):
-        if X_holdout is None and y_holdout is None:
-            return None
-        if X_holdout is None or y_holdout is None:
-            raise ValueError("X_holdout and y_holdout must be given together.")
-        X_holdout = check_array(X_holdout, dtype=np.float64)
-        y_holdout = np.asarray(y_holdout)
-        check_consistent_length(X_holdout, y_holdout)
-        if X_holdout.shape[1] != n_features:
-            raise ValueError(
-                f"X_holdout has {X_holdout.shape[1]} features; X has {n_features}."
-            )
-        return X_holdout, y_holdout
-
     def _attack_rows(self, probe, X, neighbours, holdout, rng):
-        """Calibration and target rows of the membership attack.
+        """Calibration, target and as many hold-out rows of the membership attack.
 
-        Both are drawn from the rows in every training set (neither the
-        reference row nor a replaced one), at most ``_ATTACK_ROWS`` each, and
-        as many hold-out rows as target rows.
+        The first two are drawn from the rows in every training set.
         """
         kind = loss_kind(probe)
         always = np.setdiff1d(np.arange(1, X.shape[0]), neighbours)
@@ -591,26 +498,17 @@ default=None
         eps, eps_star = epsilon_row(bound), epsilon_row(self.sensitivity_)
         self.intrinsic_epsilon_ = None if bound is None else eps[0]
         self.empirical_intrinsic_epsilon_ = eps_star[0]
+        rows = {
+            "delta": [self.intrinsic_delta_, np.nan, np.nan],
+            "sensitivity_bound": [np.nan if bound is None else bound, np.nan, np.nan],
+            "sensitivity": [self.sensitivity_, np.nan, np.nan],
+            "variability": [self.variability_, per_weight.min(), per_weight.max()],
+            "intrinsic_epsilon": eps,
+            "empirical_intrinsic_epsilon": eps_star,
+        }
         self.audit_report_ = pd.DataFrame(
-            [
-                [self.intrinsic_delta_, np.nan, np.nan],
-                [np.nan if bound is None else bound, np.nan, np.nan],
-                [self.sensitivity_, np.nan, np.nan],
-                [self.variability_, per_weight.min(), per_weight.max()],
-                eps,
-                eps_star,
-            ],
-            index=pd.Index(
-                [
-                    "delta",
-                    "sensitivity_bound",
-                    "sensitivity",
-                    "variability",
-                    "intrinsic_epsilon",
-                    "empirical_intrinsic_epsilon",
-                ],
-                name="quantity",
-            ),
+            list(rows.values()),
+            index=pd.Index(list(rows), name="quantity"),
             columns=["value", "per_weight_min", "per_weight_max"],
         )
         self.audit_report_["caveat"] = ""
@@ -670,22 +568,15 @@ default=None
         hz_row = [hz, hz_p, n_subsets, np.nan]
         if not math.isnan(hz_p):
             hz_row[3] = float(hz_p < _SIGNIFICANCE / n_subsets)
+        rows = {
+            "henze_zirkler": hz_row,
+            "shapiro_wilk": row(np.nan, shapiro),
+            "anderson_darling_laplace": row(np.nan, laplace),
+            "tail_index": [_diagnostics.tail_index(R), np.nan, 1, np.nan],
+        }
         self.diagnostics_ = pd.DataFrame(
-            [
-                hz_row,
-                row(np.nan, shapiro),
-                row(np.nan, laplace),
-                [_diagnostics.tail_index(R), np.nan, 1, np.nan],
-            ],
-            index=pd.Index(
-                [
-                    "henze_zirkler",
-                    "shapiro_wilk",
-                    "anderson_darling_laplace",
-                    "tail_index",
-                ],
-                name="test",
-            ),
+            list(rows.values()),
+            index=pd.Index(list(rows), name="test"),
             columns=["statistic", "p_value", "n_tests", "rejected"],
         )
         self.weight_tests_ = pd.DataFrame(

@@ -1,73 +1,45 @@
-"""A Pipeline audited as a frozen public prefix followed by the audited model.
+"""What the audits share: the audited model, its checks, a progress bar.
 
-The audits refit their estimator many times, on neighbouring data sets. Given
-a :class:`~sklearn.pipeline.Pipeline`, they refit only its final step: the
-prefix (the transformers) is *frozen*, fitted once beforehand and treated as
-public, and every data set goes through the same fitted prefix. This is the
-only reading under which a differential-privacy claim of the final step can
-hold for the pipeline: a prefix fitted on the private data (a scaler's means
-and scales, an encoder's categories) is itself a release of that data, which
-the final step's guarantee does not cover, and refitting it on each data set
-would audit a mechanism that nobody claimed anything about.
+Given a :class:`~sklearn.pipeline.Pipeline`, the audits refit only its final
+step: the prefix is *frozen*, fitted once beforehand and treated as public.
+Only then can a privacy claim of the final step hold for the pipeline: a
+prefix fitted on the private data is itself a release of that data, which the
+final step's guarantee does not cover.
 """
 
 # Authors: The sklearn-fil developers
 # SPDX-License-Identifier: BSD-3-Clause
 
+import sys
+
+import numpy as np
 from sklearn.exceptions import NotFittedError
 from sklearn.pipeline import Pipeline
-from sklearn.utils.validation import check_is_fitted
+from sklearn.utils.validation import (
+    check_array,
+    check_consistent_length,
+    check_is_fitted,
+)
 
 from sklearn_fil.utils._pipeline import split_pipeline, transform_dense
+from sklearn_fil.utils._weights import weight_names
 
 
-def is_sklearn_fil_estimator(estimator):
-    """Whether the class of ``estimator``, or a base of it, is of this package."""
-    return any(
-        cls.__module__.split(".")[0] == "sklearn_fil" for cls in type(estimator).__mro__
-    )
-
-
-def audited_parts(estimator, caller, check_final):
+def audited_parts(estimator, caller, check_final, seed_use):
     """``(prefix, final)``: the frozen prefix (None without a Pipeline) and model.
 
     Every check runs here, before the audit does any work: ``check_final``
-    (called with the final step of a Pipeline) raises for a model the audit
-    cannot audit, and each step of the prefix must be fitted.
-
-    Parameters
-    ----------
-    estimator : estimator or Pipeline
-        The audit's ``estimator`` parameter.
-    caller : str
-        Name of the audit, for the messages.
-    check_final : callable
-        ``check_final(final)`` raises a :class:`TypeError` naming what the
-        audit needs when the final step of a Pipeline is not such a model.
-
-    Returns
-    -------
-    prefix : Pipeline or None
-        The fitted transformers (shared, not copied); None when
-        ``estimator`` is no Pipeline or has a single step.
-    final : estimator
-        The model the audit refits.
-
-    Raises
-    ------
-    TypeError
-        From ``check_final``.
-    sklearn.exceptions.NotFittedError
-        When a step of the prefix is not fitted: the audit does not fit it
-        (it would be fitted on the private data, see the module docstring).
+    raises a TypeError for the final step of a Pipeline the audit cannot
+    audit; each step of the prefix must be fitted (the audit would fit it on
+    the private data); the model needs a ``random_state``, which the audit
+    uses as ``seed_use`` says. ``caller`` names the audit in the messages.
     """
-    if not isinstance(estimator, Pipeline):
-        return None, estimator
-    prefix, final = split_pipeline(estimator)
-    check_final(final)
-    if not prefix.steps:
-        return None, final
-    for name, step in prefix.steps:
+    prefix, final = None, estimator
+    if isinstance(estimator, Pipeline):
+        prefix, final = split_pipeline(estimator)
+        check_final(final)
+        prefix = prefix if prefix.steps else None
+    for name, step in [] if prefix is None else prefix.steps:
         if step is None or (isinstance(step, str) and step == "passthrough"):
             continue
         try:
@@ -81,6 +53,10 @@ def audited_parts(estimator, caller, check_final):
                 "to cover the pipeline; fitted on the private data it is a "
                 "release of its own that the guarantee does not cover)."
             ) from exc
+    if "random_state" not in final.get_params(deep=False):
+        raise TypeError(
+            f"{type(final).__name__} has no random_state parameter: {seed_use}."
+        )
     return prefix, final
 
 
@@ -89,3 +65,50 @@ def through_prefix(prefix, X):
     if prefix is None or X is None:
         return X
     return transform_dense(prefix, X)
+
+
+def checked_weight_names(model, compared):
+    """The released weights' names of a fitted ``model``, else a TypeError."""
+    names = weight_names(model)
+    if names is None:
+        raise TypeError(
+            f"{type(model).__name__} exposes neither coef_ and intercept_ nor "
+            f"coefs_ and intercepts_ after fit: the audit compares {compared}."
+        )
+    return names
+
+
+def check_extra_rows(X, y, n_features, name):
+    """``(X_<name>, y_<name>)`` checked against ``n_features``; None if absent."""
+    if X is None and y is None:
+        return None
+    if X is None or y is None:
+        raise ValueError(f"X_{name} and y_{name} must be given together.")
+    X = check_array(X, dtype=np.float64)
+    y = np.asarray(y)
+    check_consistent_length(X, y)
+    if X.shape[1] != n_features:
+        raise ValueError(f"X_{name} has {X.shape[1]} features; X has {n_features}.")
+    return X, y
+
+
+def progress(results, total, verbose, caller, unit, size=lambda result: 1):
+    """Yield ``results``, drawing a bar of the ``unit`` done on stderr if verbose.
+
+    ``size(result)`` counts the units of one result; the bar is redrawn when
+    its percentage changes, at most 101 times.
+    """
+    done, shown = 0, -1
+    for result in results:
+        done += size(result)
+        percent = 100 * done // total
+        if verbose and percent != shown:
+            shown = percent
+            filled = 30 * done // total
+            end = "\n" if done == total else ""
+            sys.stderr.write(
+                f"\r{caller} [{'#' * filled}{'.' * (30 - filled)}] "
+                f"{done}/{total} {unit}{end}"
+            )
+            sys.stderr.flush()
+        yield result

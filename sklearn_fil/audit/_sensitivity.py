@@ -5,9 +5,7 @@ same seed on data sets that differ in one position of the visiting order end
 ``||w - w'|| <= 2 k L eta / B`` apart after ``k`` epochs, when every step is a
 gradient step of a convex, ``L``-Lipschitz, ``beta``-smooth loss with a constant
 step ``eta <= 2 / beta`` (1-expansive), and the differing example enters one
-step per epoch with weight ``eta / B``. The bound is returned only for
-configurations whose every assumption can be read off the estimator's
-parameters; otherwise the reason it does not apply.
+step per epoch with weight ``eta / B``.
 """
 
 # Authors: The sklearn-fil developers
@@ -112,18 +110,12 @@ def _dpsgd_classifier(est, X, n_samples, n_classes):
 
 
 def sgd_sensitivity_bound(estimator, X, n_samples, n_classes):
-    """The bound ``2 k L eta / B`` for ``estimator`` on rows of ``X``, or why not.
+    """``(bound, reason)``: ``2 k L eta / B`` for ``estimator``, or why not.
 
     The data sets have ``n_samples`` rows of ``X``; ``n_classes`` is 0 for a
-    regressor. ``L`` is the largest gradient norm over the rows of ``X`` (with the
-    intercept's constant feature): the bound covers neighbouring data sets
-    drawn from ``X``, not arbitrary replacement rows.
-
-    Returns
-    -------
-    bound : float or None
-    reason : str or None
-        Why there is no bound, when ``bound`` is None.
+    regressor. ``L`` is the largest gradient norm over the rows of ``X``, so
+    the bound covers neighbouring data sets drawn from ``X``. It is returned
+    only where the estimator's parameters show every assumption.
     """
     if isinstance(estimator, SGDClassifier):
         return _sgd_classifier(estimator, X, n_samples, n_classes)

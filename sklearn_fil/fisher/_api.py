@@ -1,17 +1,31 @@
-"""The FIL engine's public entry point: the seam between its two paths.
+"""The FIL engine's public entry point, and its path for data larger than memory.
 
 :func:`fisher_information_loss` sends in-memory data (NumPy or sparse) to the
-engine, :mod:`sklearn_fil.fisher._engine`, and a Dask array to
-:mod:`sklearn_fil.fisher._dask`, which runs the engine's stages on the blocks
-of rows. The dispatch lives here, above both, so that the Dask path may use
-the engine's stages without the engine knowing about it: no import circle.
+engine, :mod:`sklearn_fil.fisher._engine`, and a row-chunked Dask array to
+:func:`dask_report`, which runs the engine's stages unchanged on the blocks of
+rows (:mod:`sklearn_fil.utils._dask`). The engine knows nothing of this path:
+no import circle.
 """
 
 # Authors: The sklearn-fil developers
 # SPDX-License-Identifier: BSD-3-Clause
 
+from dataclasses import replace
+from functools import partial
+from types import SimpleNamespace
+
+import numpy as np
+from sklearn.utils import assert_all_finite
+
 from sklearn_fil.fisher import _engine
-from sklearn_fil.utils._dask import is_dask
+from sklearn_fil.utils._dask import (
+    check_row_chunked,
+    is_dask,
+    map_rows,
+    rows_like,
+    tree_sum,
+)
+from sklearn_fil.utils._onehot import check_onehot_groups
 
 
 def fisher_information_loss(
@@ -128,10 +142,10 @@ def fisher_information_loss(
     result); the ``p x p`` algebra and the totals then run at once, and the
     per-example pass is mapped lazily over the blocks. The numbers equal the
     NumPy path's up to the order of the floating-point sums (``1e-12``
-    relative in the tests). Compute the
-    per-example fields together (``dask.compute``), or write them to disk
-    without passing through the client, e.g. ``da.to_npy_stack(path,
-    da.concatenate([res.fil[:, None], res.attribute_fil], axis=1))``.
+    relative in the tests). Compute the per-example fields together
+    (``dask.compute``), or write them to disk without passing through the
+    client, e.g. ``da.to_npy_stack(path, da.concatenate([res.fil[:, None],
+    res.attribute_fil], axis=1))``.
 
     References
     ----------
@@ -165,30 +179,73 @@ def fisher_information_loss(
     >>> bool(np.allclose(res_dask.fil.compute(), res.fil, rtol=1e-12, atol=0))
     True
     """
-    if is_dask(X):  # data larger than memory: sklearn_fil.fisher._dask
-        from sklearn_fil.fisher._dask import dask_fisher_information_loss as run
+    args = SimpleNamespace(**locals())  # every argument, by name
+    if not is_dask(X):
+        return _engine.report(args)
+    if loss_hessian is not None:
+        raise ValueError(
+            "loss_hessian is for in-memory X: on a Dask array the Hessian's "
+            "Gram is computed in the same pass as every other sum."
+        )
+    return dask_report(args)
 
-        if loss_hessian is not None:
-            raise ValueError(
-                "loss_hessian is for in-memory X: on a Dask array the Hessian's "
-                "Gram is computed in the same pass as every other sum."
-            )
-        in_memory = {}
-    else:
-        run, in_memory = _engine.fisher_information_loss, {"loss_hessian": loss_hessian}
-    return run(
-        X,
-        y,
-        coef,
-        intercept,
-        loss=loss,
-        lam=lam,
-        sigma=sigma,
-        sample_weight=sample_weight,
-        penalize_intercept=penalize_intercept,
-        private_label=private_label,
-        onehot_groups=onehot_groups,
-        groups=groups,
-        chunk_size=chunk_size,
-        **in_memory,
+
+def dask_report(args):
+    """:func:`fisher_information_loss` of a Dask array (see its Notes).
+
+    ``args`` holds the public function's arguments by name. The per-example
+    fields slice one ``(n_samples, 3 + n_attributes)`` mapped array.
+    """
+    X = check_row_chunked(args.X)
+    y = rows_like(args.y, X, "y")
+    sample_weight = args.sample_weight
+    omega = rows_like(sample_weight, X, "sample_weight")
+    groups = rows_like(args.groups, X, "groups", dtype=None)
+    # the model without data, what the stages after the sums read; the
+    # one-hot layout is checked now, the values of every block in the pass
+    model, layout = _engine.model(args, np.zeros((0, X.shape[1])))
+    # unit weights (known without a pass) share the Hessian's Gram, as in NumPy
+    same_gram = model.family.constant_curvature and (
+        sample_weight is None
+        or (
+            not is_dask(sample_weight)
+            and bool(np.all(np.asarray(sample_weight) == 1.0))
+        )
     )
+    sums = tree_sum(_block_sums, X, (y, omega, groups), model, layout, same_gram)
+    return _engine._assemble(
+        model, sums, layout, args.sigma, partial(_lazy_report, model, X, y, omega)
+    )
+
+
+def _block_problem(model, Xb, yb, omegab):
+    """The engine's problem on one block of rows."""
+    omegab = np.ones(Xb.shape[0]) if omegab is None else omegab
+    return replace(model, X=Xb, y=yb, omega=omegab)
+
+
+def _block_sums(Xb, yb, omegab, groupsb, model, layout, same_gram):
+    """The value checks of the NumPy path and the engine's sums, on one block."""
+    assert_all_finite(Xb, input_name="X")
+    assert_all_finite(yb, input_name="y")
+    model.family.check_y(yb)
+    if omegab is not None:
+        assert_all_finite(omegab, input_name="sample_weight")
+        if np.any(omegab < 0):
+            raise ValueError("sample_weight must be non-negative.")
+    check_onehot_groups(layout.onehot or None, Xb)
+    block = _block_problem(model, Xb, yb, omegab)
+    return _engine._example_sums(block, layout.private_label, groupsb, same_gram)
+
+
+def _block_report(Xb, yb, omegab, model, rotations):
+    """``[fil, dfil, mse_bound, attribute_fil]`` of one block of rows."""
+    block = _block_problem(model, Xb, yb, omegab)
+    return np.column_stack(_engine._per_example_report(block, rotations))
+
+
+def _lazy_report(model, X, y, omega, rotations):
+    """The per-example fields: lazy slices of one mapped Dask array."""
+    n_columns = 3 + len(rotations.layout.attributes)
+    table = map_rows(_block_report, X, (y, omega), n_columns, model, rotations)
+    return table[:, 0], table[:, 1], table[:, 2], table[:, 3:]

@@ -11,16 +11,14 @@ import numpy as np
 from scipy import linalg
 from sklearn.utils import assert_all_finite, check_array, check_consistent_length
 
-from sklearn_fil import _glm
+from sklearn_fil._glm import GLMProblem, SPDFactor, augment_rmatvec, weighted_grams
 from sklearn_fil._losses import get_family
+from sklearn_fil._threads import cache_rows, row_blocks, row_parallel, small_work
 from sklearn_fil.exceptions import NotAMinimiserWarning
 from sklearn_fil.fisher import _kernels as kernels
 from sklearn_fil.utils._onehot import check_onehot_groups
 from sklearn_fil.utils._sparse import as_csr, issparse
 
-# Bytes of the per-example GEMM's output taken at a time by one thread: the
-# kernel reads it while it is still in that core's cache.
-_BLOCK_BYTES = 2 * 2**20
 # Gradient norm, relative to the size of its terms, above which ``coef`` is
 # not taken for a minimiser (the implicit-function Jacobian needs one).
 _STATIONARITY_RTOL = 1e-6
@@ -88,11 +86,6 @@ class FisherInformationLoss:
     gradient: np.ndarray
 
 
-def _matmul_into(A, M, out):
-    """``A @ M`` written into the first ``len(A)`` rows of a reused buffer."""
-    return np.matmul(A, M, out=out[: A.shape[0]])
-
-
 def _top_eig(M):
     """Largest eigenvalue of a symmetric PSD matrix (0 for an empty one)."""
     if M.shape[0] == 0:
@@ -103,122 +96,101 @@ def _top_eig(M):
     )
 
 
-def _check_model(coef, n_features, intercept, lam, sigma):
-    """The fitted weights and the scalar settings, checked; no data needed."""
-    coef = check_array(coef, dtype=np.float64, ensure_2d=False, input_name="coef")
-    if coef.shape != (n_features,):
-        raise ValueError(f"coef must have shape ({n_features},); got {coef.shape}.")
+def model(args, onehot_rows, **data):
+    """The checked model of ``args`` on ``data``, and its attribute layout.
+
+    ``args`` holds the arguments of the public function by name;
+    ``onehot_rows`` are the rows the one-hot groups are checked on now (none
+    on the Dask path, which checks each block's values in its pass).
+    """
+    d = onehot_rows.shape[1]
+    coef = check_array(args.coef, dtype=np.float64, ensure_2d=False, input_name="coef")
+    if coef.shape != (d,):
+        raise ValueError(f"coef must have shape ({d},); got {coef.shape}.")
+    intercept = args.intercept
     if intercept is not None:
         intercept = float(intercept)
         if not np.isfinite(intercept):
             raise ValueError(f"intercept must be finite; got {intercept}.")
+    lam, sigma, chunk = args.lam, args.sigma, args.chunk_size
     if not (np.isfinite(lam) and lam >= 0):
         raise ValueError(f"lam must be a finite number >= 0; got {lam}.")
     if not (np.isfinite(sigma) and sigma > 0):
         raise ValueError(f"sigma must be a finite number > 0; got {sigma}.")
-    return coef, intercept
+    onehot = check_onehot_groups(args.onehot_groups, onehot_rows)
+    if chunk is not None:  # most rows of a block of the per-example pass
+        chunk = int(chunk)
+        if chunk < 1:
+            raise ValueError(f"chunk_size must be >= 1; got {args.chunk_size}.")
+    problem = _Problem(
+        family=args.loss,
+        lam=lam,
+        fit_intercept=intercept is not None,
+        penalize_intercept=args.penalize_intercept,
+        coef=coef,
+        intercept=intercept,
+        chunk=chunk,
+        **data,
+    )
+    return problem, _AttributeLayout.of(d, onehot, args.private_label)
 
 
-def _check_chunk(chunk_size):
-    """Most rows of a block of the per-example pass (None: cache-sized)."""
-    if chunk_size is None:
-        return None
-    chunk = int(chunk_size)
-    if chunk < 1:
-        raise ValueError(f"chunk_size must be >= 1; got {chunk_size}.")
-    return chunk
-
-
-def _check_inputs(X, y, coef, intercept, family, lam, sigma, sample_weight, groups):
+def _check_data(args):
+    """``X``, ``y``, the sample weights and the groups of ``args``, checked."""
     X = check_array(
-        X,
+        args.X,
         accept_sparse="csr",
         dtype=np.float64,
         ensure_min_samples=2,
         # dense X: its margins' pass checks it (see _check_finite_margin)
-        ensure_all_finite=issparse(X),
+        ensure_all_finite=issparse(args.X),
         input_name="X",
     )
     if issparse(X):
         X = as_csr(X)
-    y = check_array(y, dtype=np.float64, ensure_2d=False, input_name="y")
+    y = check_array(args.y, dtype=np.float64, ensure_2d=False, input_name="y")
     if y.ndim != 1:
         raise ValueError(f"y must be 1-dimensional; got shape {y.shape}.")
     check_consistent_length(X, y)
-    family.check_y(y)
-    coef, intercept = _check_model(coef, X.shape[1], intercept, lam, sigma)
-    if sample_weight is None:
-        sample_weight = np.ones(X.shape[0])
+    get_family(args.loss).check_y(y)
+    omega = args.sample_weight
+    if omega is None:
+        omega = np.ones(X.shape[0])
     else:
-        sample_weight = check_array(
-            sample_weight, dtype=np.float64, ensure_2d=False, input_name="sample_weight"
+        omega = check_array(
+            omega, dtype=np.float64, ensure_2d=False, input_name="sample_weight"
         )
-        check_consistent_length(X, sample_weight)
-        if np.any(sample_weight < 0):
+        check_consistent_length(X, omega)
+        if np.any(omega < 0):
             raise ValueError("sample_weight must be non-negative.")
+    groups = args.groups
     if groups is not None:
         groups = np.asarray(groups)
         check_consistent_length(X, groups)
-    return X, y, coef, intercept, sample_weight, groups
+    return X, y, omega, groups
 
 
-def fisher_information_loss(
-    X,
-    y,
-    coef,
-    intercept=None,
-    *,
-    loss="squared",
-    lam=0.0,
-    sigma=1.0,
-    sample_weight=None,
-    penalize_intercept=False,
-    private_label=True,
-    onehot_groups=None,
-    groups=None,
-    loss_hessian=None,
-    chunk_size=None,
-):
-    """The in-memory engine: :func:`sklearn_fil.fisher.fisher_information_loss`
-    of NumPy or sparse ``X`` (parameters and result as there).
-
-    The public function sends a Dask array to :mod:`sklearn_fil.fisher._dask`,
-    which runs this module's stages on the blocks of rows.
-    """
-    family = get_family(loss)
-    X, y, coef, intercept, omega, groups = _check_inputs(
-        X, y, coef, intercept, family, lam, sigma, sample_weight, groups
-    )
-    onehot = check_onehot_groups(onehot_groups, X)
-    chunk = _check_chunk(chunk_size)
+def report(args):
+    """:func:`~sklearn_fil.fisher.fisher_information_loss` of NumPy or sparse
+    ``X``; ``args`` holds its arguments by name."""
+    X, y, omega, groups = _check_data(args)
+    loss_hessian = args.loss_hessian
     if loss_hessian is not None:
-        p = coef.size + (intercept is not None)
+        p = X.shape[1] + (args.intercept is not None)
         loss_hessian = _check_loss_hessian(loss_hessian, p)
-    problem = _Problem(
-        X,
-        y,
-        coef,
-        intercept,
-        family,
-        lam,
-        omega,
-        penalize_intercept,
-        chunk,
-        loss_hessian,
-    )
+    problem, layout = model(args, X, X=X, y=y, omega=omega, loss_hessian=loss_hessian)
     # the margins check X, then the given Hessian is checked against the data
     _check_finite_margin(problem)
     if loss_hessian is not None:
         _match_loss_hessian(problem)
-    layout = _AttributeLayout.of(X.shape[1], onehot, private_label)
-    same_gram = family.constant_curvature and bool(np.all(omega == 1.0))
+    same_gram = problem.family.constant_curvature and bool(np.all(omega == 1.0))
     # small data: one thread for the whole report (see small_work)
-    with _glm.small_work(X.shape[0], X.shape[1] + (intercept is not None)):
+    with small_work(X.shape[0], problem.n_params):
         # the stages, called from here as from the Dask path: a warning of
         # _hessian is then as many frames from the public function's caller
         sums = _example_sums(problem, layout.private_label, groups, same_gram)
         return _assemble(
-            problem, sums, layout, sigma, partial(_per_example_report, problem)
+            problem, sums, layout, args.sigma, partial(_per_example_report, problem)
         )
 
 
@@ -228,12 +200,11 @@ def _check_finite_margin(problem):
     A NaN or infinite entry of ``X`` makes its row's margin ``x_i^T w + b``
     NaN or infinite whatever ``w`` (``0 * inf`` is NaN), so the margins,
     which the report needs first, check ``X`` without a pass of its own
-    (scikit-learn's check is one more read of ``X``: 0.08 s at ``10**6 x
-    100``). Only where a margin is not finite is ``X`` read again, for
-    scikit-learn's error.
+    (scikit-learn's check is one more read of ``X``). Only where a margin is
+    not finite is ``X`` read again, for scikit-learn's error.
     """
     with np.errstate(over="ignore", invalid="ignore"):  # the error says it
-        margin = problem.margin
+        margin = problem.margins
     if np.all(np.isfinite(margin)):
         return
     assert_all_finite(problem.X, input_name="X")
@@ -243,45 +214,39 @@ def _check_finite_margin(problem):
     )
 
 
-@dataclass(frozen=True)
-class _Problem:
+@dataclass(frozen=True, kw_only=True)
+class _Problem(GLMProblem):
     """A validated GLM at its minimiser, with the per-example derivatives.
 
     ``r`` and ``c`` are the residuals ``dl/dm`` and curvatures ``d2l/dm2`` at
     the margins. ``X`` is a dense array or a canonical CSR array. The stages
-    after :func:`_example_sums` read only the model (``coef``, ``intercept``,
-    ``family``, ``lam``, ``penalize_intercept``), so the Dask path runs them on a
-    problem without data. ``loss_hessian``, when the caller has it, is the
-    Gram ``X~^T diag(omega c) X~`` (checked by :func:`_check_loss_hessian` and
+    after :func:`_example_sums` read only the model (``coef``, ``intercept``
+    and the penalty), so the Dask path runs them on a problem without data.
+    ``loss_hessian``, when the caller has it, is the Gram ``X~^T diag(omega
+    c) X~`` (checked by :func:`_check_loss_hessian` and
     :func:`_match_loss_hessian`).
     """
 
-    X: object
-    y: np.ndarray
     coef: np.ndarray
     intercept: float | None
-    family: type  # a family of sklearn_fil._losses
-    lam: float
-    omega: np.ndarray
-    penalize_intercept: bool
     chunk: int | None
     loss_hessian: np.ndarray | None = None
 
     @property
-    def has_b(self):
-        return self.intercept is not None
+    def n_params(self):
+        return self.coef.size + self.fit_intercept
 
     @property
     def w(self):
-        return np.append(self.coef, self.intercept) if self.has_b else self.coef
+        return np.append(self.coef, self.intercept) if self.fit_intercept else self.coef
 
     @cached_property
-    def margin(self):
-        return self.X @ self.coef + (self.intercept if self.has_b else 0.0)
+    def margins(self):
+        return self.X @ self.coef + (self.intercept if self.fit_intercept else 0.0)
 
     @cached_property
     def derivatives(self):
-        return self.family.derivatives(self.margin, self.y)
+        return self.family.derivatives(self.margins, self.y)
 
     @cached_property
     def omega2(self):
@@ -293,11 +258,11 @@ class _Problem:
 
     def grams(self, weights, rows=None):
         """``[X~^T diag(w) X~ for w in weights]`` over ``rows``, in one pass."""
-        return _glm.weighted_grams(self.rows(rows), weights, self.has_b)
+        return weighted_grams(self.rows(rows), weights, self.fit_intercept)
 
     def rmatvec(self, v, rows=None):
         """``X~^T v`` over ``rows``."""
-        return _glm.augment_rmatvec(self.rows(rows), v, self.has_b)
+        return augment_rmatvec(self.rows(rows), v, self.fit_intercept)
 
 
 # Relative difference between a given loss Hessian and one of its columns
@@ -339,7 +304,7 @@ def _match_loss_hessian(problem):
         column = problem.rmatvec(kappa * X[:, [j]].toarray().ravel())
     else:  # one read of X
         column = kernels.gram_column(X, kappa, j)
-        column = column if problem.has_b else column[:-1]
+        column = column if problem.fit_intercept else column[:-1]
     # |sum_i kappa_i x_ij x_ik| <= sqrt(H_jj H_kk) (Cauchy-Schwarz, kappa >= 0)
     # bounds the terms, hence the rounding, of entry k
     err = np.abs(column - H[:, j])
@@ -360,12 +325,12 @@ def _assemble(problem, sums, layout, sigma, per_example):
     attribute_fil``: NumPy arrays here, lazy Dask arrays on the Dask path.
     """
     # the p x p algebra on one thread when p is small (see small_work)
-    p = problem.coef.size + problem.has_b
-    with _glm.small_work(p, p):
+    p = problem.n_params
+    with small_work(p, p):
         H, H_inv, gradient = _hessian(problem, sums)
         rotations = _Rotations.of(problem, H_inv, layout, sigma)
     fil, dfil, mse_bound, attribute_fil = per_example(rotations)
-    with _glm.small_work(p, p):
+    with small_work(p, p):
         total_attribute_fil, dataset_fil, group_fil = _totals(
             problem, sums, H_inv, layout, sigma
         )
@@ -441,7 +406,7 @@ def _example_sums(problem, private_label, groups, same_gram):
     r, c = problem.derivatives
     omega, omega2 = problem.omega, problem.omega2
     # the size of the terms that cancel in the gradient at a minimiser
-    r_scale = omega * problem.family.residual_scale(problem.margin, problem.y)
+    r_scale = omega * problem.family.residual_scale(problem.margins, problem.y)
     cc, cr = omega2 * c * c, omega2 * c * r
     grad, s, grad_scale = _gradient_sums(problem, omega * r, cr, r_scale)
     group_sums = None
@@ -482,11 +447,9 @@ def _example_sums(problem, private_label, groups, same_gram):
 def _hessian(problem, sums):
     """``H``, ``H^-1`` and the gradient at ``coef``; warns when it is no minimiser."""
     w = problem.w
-    reg = _glm.penalty(
-        w.size, sums.n_eff, problem.lam, problem.has_b, problem.penalize_intercept
-    )
+    reg = problem.penalty(sums.n_eff)
     H = sums.hess + np.diag(reg)
-    H_inv = _glm.SPDFactor(H).inverse()  # a singular H is an error
+    H_inv = SPDFactor(H).inverse()  # a singular H is an error
     grad = sums.grad + reg * w
     grad_scale = sums.grad_scale + np.abs(reg * w)
     rel_grad = np.linalg.norm(grad) / max(
@@ -512,22 +475,11 @@ def _gradient_sums(problem, u, v, w):
         sums = [X.T @ u, X.T @ v, abs(X).T @ np.abs(w)]
     else:
         sums = list(kernels.gradient_sums(X, u, v, w))
-    if problem.has_b:
+    if problem.fit_intercept:
         sums = [
             np.append(x, t.sum()) for x, t in zip(sums, (u, v, np.abs(w)), strict=True)
         ]
     return sums
-
-
-def _chunk_product(X, rows, M, buffer):
-    """``X[rows] @ M``: into ``buffer`` when dense, a fresh chunk when sparse.
-
-    ``np.matmul(out=)`` takes no sparse operand; the sparse product of a
-    chunk of rows is a dense ``len(rows) x M.shape[1]`` array.
-    """
-    if issparse(X):
-        return np.ascontiguousarray(X[rows] @ M)
-    return _matmul_into(X[rows], M, buffer)
 
 
 @dataclass(frozen=True)
@@ -616,7 +568,7 @@ class _Rotations:
         rot = np.hstack([Phi, H_inv2[:, :d]])
         return cls(
             rot=np.ascontiguousarray(rot[:d]),
-            offset=rot[d] if problem.has_b else np.zeros(p + d),
+            offset=rot[d] if problem.fit_intercept else np.zeros(p + d),
             gamma=np.ascontiguousarray(sv**2),
             yv=np.ascontiguousarray(Phi.T @ v),
             beta0=float(v @ v),
@@ -630,8 +582,13 @@ class _Rotations:
     def run(self, X, rows, Z, r, c, omega2, fil, dfil, attribute_fil):
         """The rows ``rows``: a GEMM (into ``Z`` when dense), then the kernel."""
         p = self.gamma.size
+        chunk = X[rows]
+        if issparse(X):  # a dense product; np.matmul(out=) takes no sparse operand
+            Z = np.ascontiguousarray(chunk @ self.rot)
+        else:
+            Z = np.matmul(chunk, self.rot, out=Z[: chunk.shape[0]])
         kernels.per_example_fil(
-            _chunk_product(X, rows, self.rot, Z),  # C-contiguous [YU, G]
+            Z,  # C-contiguous [YU, G]
             self.offset[:p],
             self.offset[p:],
             r,
@@ -659,10 +616,9 @@ def _per_example_pass(problem, rotations):
     """Per-example and per-attribute FIL, block by block of rows.
 
     Each block is one GEMM into a reused, cache-sized buffer, then the numba
-    kernel on it while it is still in cache. The blocks run in parallel
-    segments (:func:`~sklearn_fil._glm.row_parallel`: BLAS and numba on one
-    thread in each), so that no thread pool is left spinning while another
-    one works. The kernel adds the intercept row of the rotation itself.
+    kernel on it while it is still in cache (the kernel adds the intercept
+    row of the rotation); segments of blocks run in parallel
+    (:func:`~sklearn_fil._threads.row_parallel`).
     """
     X = problem.X
     r, c = problem.derivatives
@@ -671,7 +627,7 @@ def _per_example_pass(problem, rotations):
     attribute_fil = np.empty((n, len(rotations.layout.attributes)))
     omega2 = problem.omega2
     width = rotations.rot.shape[1]
-    block = max(1, _BLOCK_BYTES // (8 * width))
+    block = cache_rows(width)
     if problem.chunk is not None:
         block = min(block, problem.chunk)
 
@@ -679,12 +635,12 @@ def _per_example_pass(problem, rotations):
         Z = None
         if not issparse(X):
             Z = np.empty((min(block, rows.stop - rows.start), width))
-        for sl in _glm.row_blocks(rows, block):
+        for sl in row_blocks(rows, block):
             rotations.run(
                 X, sl, Z, r[sl], c[sl], omega2[sl], fil[sl], dfil[sl], attribute_fil[sl]
             )
 
-    _glm.row_parallel(segment, n)
+    row_parallel(segment, n)
     return fil, dfil, attribute_fil
 
 

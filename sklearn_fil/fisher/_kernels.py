@@ -9,12 +9,9 @@ rotation, to the largest eigenvalue of
     Y = [y_1, y_2] \\in \\mathbb{R}^{p \\times 2}, \\qquad
     B = \\begin{pmatrix} \\beta & \\rho \\\\ \\rho & 0 \\end{pmatrix},
 
-with ``gamma`` shared by all examples and sorted in decreasing order. ``B``
-has at most one positive and one negative eigenvalue, so ``E = D + a a^T - b
-b^T``. The kernels find the top eigenvalue exactly (to rounding) by a
-safeguarded Newton iteration on a continuous increasing function whose only
-root above the second-largest pole is that eigenvalue; see
-:func:`top_eigenvalue`.
+with ``gamma`` shared by all examples and sorted in decreasing order. The
+kernels find its top eigenvalue exactly (to rounding) by a safeguarded Newton
+iteration: see :func:`top_eigenvalue`.
 
 Most of ``gamma`` is usually far below the root (a cluster of small
 eigenvalues, or near-zero ones): those poles are summed once per example as
@@ -229,13 +226,9 @@ def _moments3(gamma, r2, a, b, kf, kt, c, inv_l):
 def _moments4(gamma, r2, a, b, kf, kt, c, inv_l):
     """Four moments of each; see :func:`_far_moments`."""
     a0 = a1 = a2 = a3 = b0 = b1 = b2 = b3 = s0 = s1 = s2 = s3 = 0.0
-    # slices: a loop from 0 lets numba drop the negative-index wrap, which
-    # would otherwise turn the loads into gathers
-    g = gamma[kf:kt]
+    g = gamma[kf:kt]  # slices: see _moments3
     av = a[kf:kt]
     bv = b[kf:kt]
-    # w_k = (r2 gamma_k - c) / l; products of (a w^i) and (b w^j) give the
-    # moments with one multiplication per power
     scale = r2 * inv_l
     shift = -c * inv_l
     for k in range(kt - kf):
@@ -266,13 +259,9 @@ def _moments6(gamma, r2, a, b, kf, kt, c, inv_l):
     a0 = a1 = a2 = a3 = a4 = a5 = 0.0
     b0 = b1 = b2 = b3 = b4 = b5 = 0.0
     s0 = s1 = s2 = s3 = s4 = s5 = 0.0
-    # slices: a loop from 0 lets numba drop the negative-index wrap, which
-    # would otherwise turn the loads into gathers
-    g = gamma[kf:kt]
+    g = gamma[kf:kt]  # slices: see _moments3
     av = a[kf:kt]
     bv = b[kf:kt]
-    # w_k = (r2 gamma_k - c) / l; products of (a w^i) and (b w^j) give the
-    # moments with one multiplication per power
     scale = r2 * inv_l
     shift = -c * inv_l
     for k in range(kt - kf):
@@ -348,12 +337,6 @@ def _top_eigenvalue(gamma, r2, y1, y2, n1, n2, beta, rho, a, b):
 
     The per-example kernel has both already (``||y2||^2`` is shared by every
     example), which saves a pass over ``p``.
-
-    Poles far below every possible root (``d_k`` within ``h`` of a centre
-    ``c`` with ``h`` a small fraction of ``lo - c``) are summed once, as the
-    moments of a geometric series in ``(d_k - c) / (mu - c)`` truncated below
-    rounding (:func:`_far_group`), so that each Newton step then costs only
-    the near poles.
     """
     p = gamma.shape[0]
     norm_a2, da, ab, norm_b2, db, dab = _split_rank2(
@@ -482,15 +465,12 @@ def _ritz_start(d1, a1, b1, saa, sbb, sab, daa, dbb, dab):
     top eigenvector of ``E`` is ``(D - mu)^-1`` times a combination of ``a``
     and ``b``, so where the other poles are far below ``mu`` it nearly lies
     in this span, and the Ritz value (the top eigenvalue of the ``3 x 3``
-    matrix of ``E`` on an orthonormal basis of it) is close to ``mu``: on
-    the benchmark's data Newton then takes 1.7 evaluations a row instead of
-    3.5 (2.2 instead of 3.2 for the logistic model), and the kernel runs 8%
-    faster. A Ritz value is a lower bound, at least the Rayleigh quotients
-    along ``e_1`` and ``a`` (both in the span), so it never starts Newton
-    farther from the root. It only starts it (the caller keeps it inside
-    the bracket): the root is the same, and where Newton stops moves the
-    results by rounding (6e-16 on the benchmark's data). ``-inf`` without
-    ``a'``.
+    matrix of ``E`` on an orthonormal basis of it) is close to ``mu``, which
+    saves Newton steps. A Ritz value is a lower bound, at least the Rayleigh
+    quotients along ``e_1`` and ``a`` (both in the span), so it never starts
+    Newton farther from the root. It only starts it (the caller keeps it
+    inside the bracket): the root is the same, and where Newton stops moves
+    the results by rounding. ``-inf`` without ``a'``.
     """
     if not saa > 0.0:
         return -np.inf
@@ -543,8 +523,7 @@ def _newton(gamma, r2, a, b, d1, d2, lo, hi, kf, kt, c, dist, far, start):
     """
     scale = max(abs(hi), abs(lo))
     tol = 4.0 * _EPS * scale
-    # Evaluate the bracket ends we may start from; the root function is only
-    # defined strictly above d_2.
+    # tau is defined only strictly above d_2
     mu = lo if lo > d2 else 0.5 * (lo + hi)
     if lo < start < hi:
         mu = start
@@ -594,7 +573,7 @@ def _newton(gamma, r2, a, b, d1, d2, lo, hi, kf, kt, c, dist, far, start):
 
 # ``error_model="numpy"`` drops the division-by-zero branch and ``reassoc``
 # lets the six sums be split across SIMD lanes: together they vectorise the
-# pole sum, the innermost loop of the engine (about 1.7x faster). Reordering
+# pole sum, the innermost loop of the engine. Reordering
 # the sums moves the result by a few ulps, far inside the tested 1e-8.
 # Inlined into _tau_scaled (same flags) by numba: LLVM does not inline calls
 # between numba functions, and each call costs reference counts on the arrays.
@@ -684,8 +663,7 @@ def _tau_scaled(mu, d1, a1, b1, gamma, r2, a, b, kf, kt, c, dist, far):
     qq = q_r + t * b1 * b1
     ss = s_r + t * a1 * b1
     tr = pp + qq
-    # sqrt of the sum of squares where it can neither overflow nor lose
-    # digits to underflow (one ulp from hypot, at a fraction of its latency)
+    # as _hypot(dx, dy)
     dx = pp - qq
     dy = 2.0 * ss
     sq = dx * dx + dy * dy
@@ -719,22 +697,21 @@ def _tau_scaled(mu, d1, a1, b1, gamma, r2, a, b, kf, kt, c, dist, far):
         v1, v2 = -v2, v1
     proj1 = t * (v1 * a1 + v2 * b1)
     dtau = v1 * v1 * dp_r + 2.0 * v1 * v2 * ds_r + v2 * v2 * dq_r + proj1 * proj1
-    # trace of Phi' and the gap to the other eigenvalue, for the stopping rule
+    # trace of Phi' (the gap to the other eigenvalue is disc)
     tr_d = dp_r + dq_r + t * t * (a1 * a1 + b1 * b1)
-    gap = disc
-    if _TINY < nv < _HUGE and abs(dtau) < _HUGE:
-        return tau, dtau, nv, tr_d, gap
-    # normalise first where the squares would overflow or underflow
-    nrm = np.hypot(v1, v2)
-    if nrm == 0.0:
-        v1 = 1.0
-        v2 = 0.0
-    else:
-        v1 /= nrm
-        v2 /= nrm
-    proj1 = t * (v1 * a1 + v2 * b1)
-    dtau = v1 * v1 * dp_r + 2.0 * v1 * v2 * ds_r + v2 * v2 * dq_r + proj1 * proj1
-    return tau, dtau, 1.0, tr_d, gap
+    if not (_TINY < nv < _HUGE and abs(dtau) < _HUGE):
+        # normalise first where the squares would overflow or underflow
+        nrm = np.hypot(v1, v2)
+        if nrm == 0.0:
+            v1 = 1.0
+            v2 = 0.0
+        else:
+            v1 /= nrm
+            v2 /= nrm
+        proj1 = t * (v1 * a1 + v2 * b1)
+        dtau = v1 * v1 * dp_r + 2.0 * v1 * v2 * ds_r + v2 * v2 * dq_r + proj1 * proj1
+        nv = 1.0
+    return tau, dtau, nv, tr_d, disc
 
 
 @numba.njit(cache=True, nogil=True, parallel=True)
@@ -775,8 +752,7 @@ def per_example_fil(
         projector onto the private feature coordinates), then ``H^{-2} x_i``
         restricted to the feature coordinates; call them ``YU`` and ``G``.
         One contiguous block, not two column slices of it: numba knows its
-        rows are unit-stride only then, and vectorises the loops over them
-        (the kernel 1.3x faster per row at p = 101).
+        rows are unit-stride only then, and vectorises the loops over them.
     yu_off, g_off : ndarray of shape (p,) and (d,)
         Added to every row of ``YU`` and ``G``: the intercept's contribution
         ``x_i = [x_i, 1]``, so that no pass over the chunk adds it (zeros
@@ -976,12 +952,7 @@ def gradient_sums(X, u, v, w):
                 acc_u[j] += x * ui
                 acc_v[j] += x * vi
                 acc_w[j] += abs(x) * wi
-    out = np.zeros((3, d))
-    for blk in range(n_blocks):
-        for k in range(3):
-            for j in range(d):
-                out[k, j] += partial[blk, k, j]
-    return out
+    return partial.sum(axis=0)
 
 
 @numba.njit(cache=True, nogil=True, parallel=True)
@@ -1016,8 +987,4 @@ def gram_column(X, weights, j):
             for k in range(d):
                 acc[k] += t * row[k]
             acc[d] += t
-    out = np.zeros(d + 1)
-    for blk in range(n_blocks):
-        for k in range(d + 1):
-            out[k] += partial[blk, k]
-    return out
+    return partial.sum(axis=0)

@@ -11,6 +11,7 @@ until the FIL is level. The loss is a mixin, :class:`SquaredLossMixin` or
 # Authors: The sklearn-fil developers
 # SPDX-License-Identifier: BSD-3-Clause
 
+import operator
 from numbers import Real
 from typing import ClassVar, NamedTuple
 
@@ -23,12 +24,7 @@ from sklearn.utils import assert_all_finite
 from sklearn.utils.multiclass import check_classification_targets, type_of_target
 from sklearn.utils.validation import check_is_fitted, check_non_negative, validate_data
 
-from sklearn_fil._glm import (
-    check_squares_finite,
-    fit_glm,
-    row_parallel,
-    small_work,
-)
+from sklearn_fil._glm import check_squares_finite, fit_glm
 from sklearn_fil._losses import get_family
 from sklearn_fil._report import (
     attribute_fil_sd,
@@ -40,6 +36,7 @@ from sklearn_fil._report import (
     target_label,
     with_report_attrs,
 )
+from sklearn_fil._threads import row_parallel, small_work
 from sklearn_fil.accounting import Guarantee, gaussian_rdp, mse_bound_rdp
 from sklearn_fil.fisher import fisher_information_loss
 from sklearn_fil.utils._dask import (
@@ -71,10 +68,8 @@ from sklearn_fil.utils._sklearn_compat import (
 )
 from sklearn_fil.utils._sparse import as_csr, issparse
 
-# Private fitted state, cleared with the public attributes at each fit.
-# ``_weighted``: whether the fit used non-uniform example weights (part of the
-# training recipe that attacks re-run, so release() keeps it);
-# ``_dask_weights``: the summaries of a Dask fit's weights, by array name.
+# Private fitted state, cleared with the public attributes at each fit
+# (``_weighted``: the training recipe's non-uniform weights, which attacks re-run).
 _PRIVATE_STATE = ("_weighted", "_onehot_groups", "_dask_weights", FITTED_PARAMS)
 _PUBLIC = (
     "coef_",
@@ -86,14 +81,73 @@ _PUBLIC = (
 )
 MECHANISM = "Gaussian output perturbation of the minimiser"
 # The DP path certifies that the released centre is within this fraction of
-# the sensitivity of the exact minimiser (strong convexity turns the final
-# gradient into a distance); the sensitivity grows by twice as much, once for
-# each of two neighbouring data sets. Far above the rounding of the gradient
-# (about n * 1e-16 of the sensitivity), far below anything that moves epsilon.
+# the sensitivity of the exact minimiser (by strong convexity); the sensitivity
+# grows by twice as much. Far above the rounding of the gradient (about n *
+# 1e-16 of the sensitivity), far below anything that moves epsilon.
 CERTIFIED_FRACTION = 1e-6
-# Newton's tolerance where it is not a parameter (see
-# OutputPerturbedLogisticRegression's ``tol``).
+# Newton's tolerance where it is not a parameter.
 NEWTON_TOL = 1e-10
+
+
+class Doc:
+    """numpydoc entries that the four estimators' docstrings share."""
+
+    fit_intercept = """\
+    fit_intercept : bool, default=True
+        Whether to fit an intercept: a constant, non-private feature. The data
+        are not centred (centring would couple every example to the mean)."""
+    private_label = """\
+    private_label : bool, default=True
+        Whether the label is a private coordinate of each example."""
+    classes = """\
+    classes : array-like of shape (2,), default=None
+        The two labels the task has, fixed before seeing the data (as
+        scikit-learn's ``partial_fit`` takes them); a training label outside
+        them is an error. None reads ``classes_``, which :meth:`release`
+        publishes, from the training labels."""
+    onehot_groups = """\
+    onehot_groups : dict or "auto", default=None
+        ``{name: [columns]}`` of constrained one-hot attributes (columns by
+        name or index, exactly one 1 per row); each is one attribute of the
+        report, measured on the sum-to-one tangent space. ``"auto"`` finds the
+        runs of adjacent 0/1 columns with one 1 per row that a
+        :class:`~sklearn.preprocessing.OneHotEncoder` writes, named by their
+        columns' common prefix up to its last ``_`` (``race`` for
+        ``race_Asian, race_Other``)."""
+    random_state = """\
+    random_state : int, RandomState instance or None, default=None
+        Seed of the output noise. ``None`` draws fresh OS entropy; a fixed
+        seed makes the noise reproducible, so the release is not private."""
+    coef = """\
+    coef_ : ndarray of shape (n_features,)
+        Released (noised) coefficients.
+    intercept_ : float
+        Released (noised) intercept; 0.0 when ``fit_intercept=False``."""
+    classes_ = """\
+    classes_ : ndarray of shape (2,)
+        Class labels; ``classes_[1]`` is the positive class."""
+    fil = """\
+    attribute_fil_ : pandas.Series
+        FIL of each attribute over all training examples.
+    attribute_fil_sd_ : pandas.Series
+        ``attribute_fil_`` in units of each attribute's (weighted) training
+        std: ``1 / attribute_fil_sd_**2`` bounds an unbiased attacker's MSE
+        over the attribute's variance; guessing the mean scores 1.
+    dataset_fil_ : float
+        FIL of the whole training set.
+    n_features_in_ : int
+        Number of features seen during fit.
+    feature_names_in_ : ndarray of shape (`n_features_in_`,)
+        Names of features seen during fit, when X has string column names."""
+    sensitive = """\
+    The privacy report is itself sensitive: it is computed from each
+    example's data and must not be published; publish :meth:`release` only.
+    A fixed ``random_state`` makes the noise reproducible and therefore not
+    private; the noise sampler is not hardened against floating-point
+    attacks (this is a measurement and research library)."""
+    hannun = """\
+    Hannun, Guo & van der Maaten (2021), *Measuring data leakage in
+    machine-learning models with Fisher information*, UAI."""
 
 
 class WeightStats(NamedTuple):
@@ -107,11 +161,9 @@ class WeightStats(NamedTuple):
 class BaseReleasedGLM(GuaranteeMixin, BaseEstimator):
     """Fit a weighted GLM, release ``w* + N(0, sigma^2 I)`` and report its FIL.
 
-    Subclasses implement ``_solve``, where the siblings differ. An estimator
-    with a DP guarantee also overrides the hooks ``_delta``, ``_preprocess``,
-    ``_sensitivity``, ``_guarantee`` and ``_noise_std`` (a calibrated sigma),
-    whose defaults give none, for the reason in ``_no_guarantee_reason``;
-    ``_per_instance_columns`` adds each example's own leakage to the report.
+    Subclasses implement ``_solve``. The other hooks default to no clipping,
+    no DP guarantee (for ``_no_guarantee_reason``) and no per-instance
+    columns in the report.
     """
 
     _loss: ClassVar[str]
@@ -129,29 +181,16 @@ class BaseReleasedGLM(GuaranteeMixin, BaseEstimator):
         "random_state": ["random_state"],
     }
 
-    # -- the extension point ----------------------------------------------
-
     def _solve(self, X, y, omega, groups):
-        """``(w, omega, result)``: the minimiser, its weights and its FIL.
-
-        ``omega`` are the example weights scaled to a largest weight of 1,
-        ``groups`` the one-hot groups by name; ``result`` is the engine's
-        :class:`~sklearn_fil.fisher.FisherInformationLoss` at ``w``.
-        """
+        """``(w, omega, result)``: the minimiser, its weights, its FIL result."""
         raise NotImplementedError
-
-    # -- the guarantee (none by default) ------------------------------------
 
     def _delta(self, n_samples):
         """δ of the guarantee (checked before any work), or None."""
         return None
 
     def _preprocess(self, X, groups, n_clipped=None):
-        """The rows as the model is fitted on them.
-
-        On a Dask ``X``, lazily; ``n_clipped`` is then the number of rows
-        that :meth:`_clipper` rescaled, counted by the fit's first pass.
-        """
+        """The rows as fitted; lazily on Dask (``n_clipped`` from its 1st pass)."""
         return X
 
     def _clipper(self, groups):
@@ -162,11 +201,7 @@ class BaseReleasedGLM(GuaranteeMixin, BaseEstimator):
         """Refuse settings that have no Dask path (before any pass)."""
 
     def _sensitivity(self, omega):
-        """L2 sensitivity of the exact minimiser under the guarantee, or None.
-
-        With a sensitivity, Newton runs until it certifies the released
-        centre within ``CERTIFIED_FRACTION`` of it.
-        """
+        """L2 sensitivity of the exact minimiser under the guarantee, or None."""
         return None
 
     def _guarantee(self, omega, delta):
@@ -178,16 +213,8 @@ class BaseReleasedGLM(GuaranteeMixin, BaseEstimator):
         return float(self.sigma)
 
     def _per_instance_columns(self, X, y, w, omega, delta, result):
-        """Report columns of each example's own leakage (none by default).
-
-        Called with the rows as fitted, the encoded targets, the minimiser,
-        the scaled example weights, the guarantee's δ (or None) and the
-        engine's result at the minimiser (its penalised Hessian and gradient
-        there save the refits' passes over the rows).
-        """
+        """Report columns of each example's own leakage (none by default)."""
         return {}
-
-    # -- fitting ------------------------------------------------------------
 
     def _fit_clean(self, X, y, sample_weight):
         return fit_or_clear(
@@ -237,15 +264,15 @@ class BaseReleasedGLM(GuaranteeMixin, BaseEstimator):
         # with their sum); only non-uniform ones change the recipe.
         self._weighted = not self._weight_stats(omega).uniform
         # the report's context, which write_privacy_report keeps beside its CSV
-        self._set_report_attrs(X.shape[0])
+        # (a Dask report carries it on the collection and in every partition)
+        metadata = privacy_report_metadata(self, n_samples=X.shape[0])
+        self.privacy_report_ = with_report_attrs(self.privacy_report_, metadata)
         return self
 
     def _prepare(self, X, y, sample_weight):
         """``(X, y, omega, classes, groups, delta)`` of in-memory data, checked.
 
-        ``X`` as fitted, ``y`` encoded, ``omega`` scaled to a largest weight
-        of 1; sets ``n_features_in_`` (and ``feature_names_in_``) and
-        ``sigma_``.
+        ``X`` as fitted, ``y`` encoded, ``omega`` scaled to a largest weight 1.
         """
         check_target(y, type(self).__name__)
         X, y = validate_data(
@@ -289,11 +316,8 @@ class BaseReleasedGLM(GuaranteeMixin, BaseEstimator):
         # one-hot groups are checked before the (possibly long) fit
         check_onehot_groups(list(groups.values()), X, names=list(groups))
         fitted = self._preprocess(X, groups)
-        _check_gram_finite(
-            fitted,
-            hint_data_norm=hasattr(self, "data_norm"),
-            extremes=extremes if fitted is X else None,
-        )
+        extremes = extremes if fitted is X else None  # those before clipping
+        _check_gram_finite(fitted, hasattr(self, "data_norm"), extremes)
         return fitted, y, omega, classes, groups, delta
 
     def _check_dask_input(self, X):
@@ -316,10 +340,7 @@ class BaseReleasedGLM(GuaranteeMixin, BaseEstimator):
     def _prepare_dask(self, X, y, sample_weight):
         """:meth:`_prepare` of a row-chunked Dask array: one pass checks it all.
 
-        The pass raises the in-memory fit's errors for non-finite entries,
-        labels, negative weights and one-hot columns, and computes what the
-        fit needs before its own passes: the classes, the weights' range and
-        sum, the number of rows clipped and the extremes of the rows as fitted.
+        The pass raises the in-memory fit's errors and computes ``_Checked``.
         """
         import dask.array as da
 
@@ -368,19 +389,12 @@ class BaseReleasedGLM(GuaranteeMixin, BaseEstimator):
         delta = self._delta(X.shape[0])
         self.sigma_ = self._noise_std(omega, delta)
         X = self._preprocess(X, groups, n_clipped=checked.n_clipped)
-        _check_gram_finite(
-            X,
-            hint_data_norm=hasattr(self, "data_norm"),
-            extremes=(checked.x_max, checked.x_min),
-        )
+        extremes = (checked.x_max, checked.x_min)
+        _check_gram_finite(X, hasattr(self, "data_norm"), extremes)
         return X, y, omega, classes, groups, delta
 
     def _weight_stats(self, omega):
-        """:class:`WeightStats` of the scaled weights, NumPy or Dask.
-
-        A Dask fit's weights were summarised by its first pass; others take
-        one pass over the weights (never the rows).
-        """
+        """:class:`WeightStats` of the scaled weights, NumPy or Dask."""
         if not is_dask(omega):
             return WeightStats(omega.size, float(omega.sum()), not np.ptp(omega) > 0)
         known = getattr(self, "_dask_weights", {})
@@ -391,15 +405,6 @@ class BaseReleasedGLM(GuaranteeMixin, BaseEstimator):
             known[omega.name] = WeightStats(omega.shape[0], float(total), low == high)
             self._dask_weights = known
         return known[omega.name]
-
-    def _set_report_attrs(self, n_samples):
-        """``privacy_report_.attrs``: :func:`privacy_report_metadata`.
-
-        A Dask report carries them on the collection and in every partition
-        (see :func:`~sklearn_fil._report.with_report_attrs`).
-        """
-        metadata = privacy_report_metadata(self, n_samples=n_samples)
-        self.privacy_report_ = with_report_attrs(self.privacy_report_, metadata)
 
     def _onehot_indices(self):
         """Column indices of each constrained one-hot group, by group name."""
@@ -433,12 +438,7 @@ class BaseReleasedGLM(GuaranteeMixin, BaseEstimator):
         return None, 1
 
     def _minimise(self, X, y, omega, w0=None):
-        """The weighted minimiser, certified when there is a guarantee.
-
-        Returns ``(w, n_iter, loss_hessian)``, the last as
-        :func:`~sklearn_fil._glm.fit_glm` gives it (None when the fit did not
-        compute it at ``w``).
-        """
+        """``(w, n_iter, loss_hessian)`` of ``fit_glm``, certified if guaranteed."""
         sensitivity = self._sensitivity(omega)
         gtol = None
         if sensitivity is not None:
@@ -462,11 +462,7 @@ class BaseReleasedGLM(GuaranteeMixin, BaseEstimator):
         )
 
     def _fil(self, X, y, w, omega, groups, loss_hessian=None):
-        """The engine's FIL of the release centred at ``w``.
-
-        ``X``, ``y`` and ``omega`` were validated by the fit, so the engine
-        does not check their values again.
-        """
+        """The engine's FIL of the release centred at ``w`` (data checked)."""
         d = X.shape[1]
         if is_dask(X):
             # the engine computes the Gram in its one pass on Dask; unit
@@ -490,8 +486,6 @@ class BaseReleasedGLM(GuaranteeMixin, BaseEstimator):
                 loss_hessian=loss_hessian,
             )
 
-    # -- what the fitted model offers -----------------------------------------
-
     @property
     def rdp_epsilon_(self):
         """ε of the (2, ε)-Rényi-DP guarantee, or None (with a warning)."""
@@ -513,9 +507,8 @@ class BaseReleasedGLM(GuaranteeMixin, BaseEstimator):
         -------
         bound : float or None
             Lower bound on the per-coordinate MSE of any unbiased
-            reconstruction of any training example; None (with a
-            :class:`~sklearn_fil.exceptions.PrivacyLeakWarning`) when no RDP
-            guarantee holds.
+            reconstruction of a training example; None (with a warning)
+            without an RDP guarantee.
         """
         eps = self.rdp_epsilon_
         return None if eps is None else mse_bound_rdp(eps, diameter)
@@ -529,12 +522,9 @@ class BaseReleasedGLM(GuaranteeMixin, BaseEstimator):
     def release(self):
         """A copy holding only what may be published.
 
-        The copy has the noised ``coef_`` and ``intercept_``, ``classes_``,
-        ``n_features_in_``, ``feature_names_in_``, the constructor parameters
-        of the fit (not any set later with ``set_params``) except
-        ``random_state`` (which would reveal the noise) and ``guarantee_``.
-        It has no privacy report, no un-noised minimiser and no training
-        data.
+        The noised ``coef_`` and ``intercept_``, ``classes_``, the features
+        seen, ``guarantee_`` and the fit's parameters but ``random_state``
+        (which would reveal the noise): no report, minimiser or data.
 
         Returns
         -------
@@ -553,9 +543,8 @@ class BaseReleasedGLM(GuaranteeMixin, BaseEstimator):
 def _extremes(X):
     """``(X.max(), X.min())``, NaN if ``X`` has one; dense rows in parallel.
 
-    Max and min, not ``abs(X).max()``: no ``n x d`` temporary. At ``10**6 x
-    100`` this pass (0.05 s) replaces scikit-learn's finiteness check (0.07
-    s), which would read ``X`` once more.
+    Max and min, not ``abs(X).max()``: no ``n x d`` temporary. The pass also
+    serves as the finiteness check of ``X``.
     """
     if issparse(X):
         return np.array([X.max(), X.min()], dtype=np.float64)
@@ -565,11 +554,7 @@ def _extremes(X):
 
 
 def _check_gram_finite(X, hint_data_norm, extremes=None):
-    """Refuse entries whose squares overflow the Hessian's sums.
-
-    ``extremes``: ``(X.max(), X.min())`` when already known (the first pass
-    of a fit, in memory or on Dask).
-    """
+    """Refuse entries whose squares overflow the Hessian's sums."""
     largest = float(np.abs(_extremes(X) if extremes is None else extremes).max())
     remedy = " or set data_norm." if hint_data_norm else "."
     check_squares_finite(largest, X.shape, "the Hessian", remedy)
@@ -622,19 +607,13 @@ def _check_block(X, y, omega, rows, estimator_name, classifier, groups, clipper)
     )
 
 
+_MERGE = (max, min, min, max, operator.add, operator.add)
+
+
 def _merge_checked(a, b):
-    classes = a.classes
-    if classes is not None:
-        classes = np.union1d(classes, b.classes)
-    return _Checked(
-        max(a.x_max, b.x_max),
-        min(a.x_min, b.x_min),
-        min(a.w_min, b.w_min),
-        max(a.w_max, b.w_max),
-        a.w_sum + b.w_sum,
-        a.n_clipped + b.n_clipped,
-        classes,
-    )
+    merged = (op(p, q) for op, p, q in zip(_MERGE, a[:-1], b[:-1], strict=True))
+    classes = None if a.classes is None else np.union1d(a.classes, b.classes)
+    return _Checked(*merged, classes)
 
 
 class SquaredLossMixin(RegressorMixin):
@@ -680,10 +659,7 @@ class LogisticLossMixin(ClassifierMixin):
         return (y == classes[1]).astype(np.float64), classes
 
     def _classes(self, labels):
-        """``classes_``: the ``classes`` parameter, or the distinct ``labels``.
-
-        Either way checked to be two, and to hold every training label.
-        """
+        """``classes_``: ``classes`` or the distinct ``labels``, checked (two)."""
         if self.classes is not None:
             return label_set(labels, self.classes, type(self).__name__, n_classes=2)
         classes = labels

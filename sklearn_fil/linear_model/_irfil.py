@@ -14,6 +14,7 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn_fil._losses import get_family
 from sklearn_fil.linear_model._base import (
     BaseReleasedGLM,
+    Doc,
     LogisticLossMixin,
     SquaredLossMixin,
 )
@@ -38,12 +39,7 @@ def _is_index(value):
 
 
 class _IRFIL(BaseReleasedGLM):
-    """Refit with weights ``omega_i ~ omega_i / eta_i`` until the FIL is level.
-
-    The sibling of the output-perturbed estimators: its ``_solve`` is the
-    reweighting loop of Hannun et al. (2021), Algorithm 1. The weights depend
-    on all the data, so there is no DP guarantee.
-    """
+    """Refit with weights ``omega_i ~ omega_i / eta_i`` until the FIL is level."""
 
     _no_guarantee_reason = _NO_DP_IRFIL_MSG
 
@@ -78,12 +74,10 @@ class _IRFIL(BaseReleasedGLM):
         cv = _cv(last["mean"], last["std"])
         if self.n_iter and self.tol > 0 and not cv < self.tol:
             runaway = get_family(self._loss).unbounded_margin and self.fit_intercept
-            hint = (
-                " An unpenalised intercept can run away under reweighting: set "
-                "penalize_intercept=True."
-                if runaway and not self.penalize_intercept
-                else ""
-            )
+            hint = ""
+            if runaway and not self.penalize_intercept:
+                hint = " An unpenalised intercept can run away under reweighting: "
+                hint += "set penalize_intercept=True."
             warnings.warn(
                 f"IRFIL did not level the FIL to tol={self.tol} in n_iter="
                 f"{self.n_iter} reweightings: its coefficient of variation is "
@@ -92,8 +86,6 @@ class _IRFIL(BaseReleasedGLM):
                 stacklevel=2,
             )
         return self
-
-    # -- target ------------------------------------------------------------
 
     def _feature_index(self, col):
         """Column index of a feature given by index or name (None: not one)."""
@@ -105,11 +97,9 @@ class _IRFIL(BaseReleasedGLM):
         return None
 
     def _target_columns(self, groups):
-        """The target as column indices, checked against the one-hot groups.
+        """``(columns, new_group)``: the target's columns (None: whole example).
 
-        Returns ``(columns, new_group)``: ``columns`` is None (whole example)
-        or a tuple of column indices; ``new_group`` says whether ``columns``
-        is a list target that is not one of ``onehot_groups``.
+        ``new_group``: whether they are a list target that is no one-hot group.
         """
         target = self.target
         if target is None:
@@ -164,8 +154,6 @@ class _IRFIL(BaseReleasedGLM):
             groups[label] = list(cols)
         return groups
 
-    # -- the reweighting loop ----------------------------------------------
-
     def _solve(self, X, y, omega, groups):
         key, _ = self._target_columns(groups)
         target_name = "fil" if key is None else f"FIL of target {self.target!r}"
@@ -206,132 +194,89 @@ class _IRFIL(BaseReleasedGLM):
         return w, omega, result
 
 
-_PARAMETERS_DOC = """\
+_PARAMETERS_DOC = f"""\
     sigma : float, default=1.0
         Standard deviation of the Gaussian noise added once, to the final
         minimiser (coefficients and intercept).
     lam : float, default=1e-2
-        L2 strength; the penalty is ``(n lam / 2) ||w||^2``. The weights are
-        kept summing to ``n``, so the balance of loss and penalty is the same
-        at every iteration.
+        L2 strength; the penalty is ``(n lam / 2) ||w||^2`` (the weights keep
+        summing to ``n``).
     n_iter : int, default=10
         Maximum number of reweightings; ``0`` is the plain output-perturbed
-        estimator."""
-
-_COMMON_DOC = """\
+        estimator.
     target : str, int, list or None, default=None
-        What to level. None: the whole-example FIL ``eta_i`` (column ``fil``
-        of the report). A feature name or column index: the FIL of that
-        attribute, ``eta_ij``. A key of ``onehot_groups``, or a list of
-        columns (names or indices) of a one-hot encoding: the FIL of that
-        constrained categorical attribute (a list that is not already a group
-        becomes one, named by its columns joined with ``|``).
+        What to level: None, the whole-example FIL (column ``fil``); a
+        feature name or index, that attribute's FIL; a key of
+        ``onehot_groups``, or a list of one-hot columns (a new group named by
+        its columns joined with ``|``), that categorical attribute's FIL.
     tol : float, default=1e-3
         Stop once the coefficient of variation (std / mean) of the levelled
-        FIL falls below ``tol``; a :class:`~sklearn.exceptions.ConvergenceWarning`
-        says when ``n_iter`` reweightings did not get there. ``0`` runs all
+        FIL is below ``tol``, else warn with a
+        :class:`~sklearn.exceptions.ConvergenceWarning`; ``0`` runs all
         ``n_iter`` reweightings, without warning.
-    fit_intercept : bool, default=True
-        Whether to fit an intercept (a constant, non-private feature)."""
+{Doc.fit_intercept}"""
 
-_LABEL_DOC = """\
-    private_label : bool, default=True
-        Whether the label is a private coordinate of each example."""
-
-_ONEHOT_DOC = """\
-    onehot_groups : dict or "auto", default=None
-        ``{name: [columns]}`` of constrained one-hot attributes (columns by
-        name or index, all levels present, exactly one 1 per row), or
-        ``"auto"`` to find them (see
-        :class:`~sklearn_fil.linear_model.OutputPerturbedLinearRegression`).
+_LAST_PARAMETERS_DOC = f"""\
+{Doc.onehot_groups}
     verbose : int, default=0
         Print the mean, std and coefficient of variation of the levelled FIL
         at every iteration.
-    random_state : int, RandomState instance or None, default=None
-        Seed of the output noise. ``None`` draws fresh OS entropy; a fixed
-        seed makes the noise reproducible, so the release is not private."""
+{Doc.random_state}"""
 
-_ATTRIBUTES_DOC = """\
+_ATTRIBUTES_DOC = f"""\
     weights_ : ndarray of shape (n_samples,)
         Sample weights of the released fit, summing to ``n_samples``.
         Sensitive: they are a function of every example's FIL.
     n_iter_ : int
-        Reweightings performed (the released model is the fit after the
-        last one).
+        Reweightings performed.
     fil_history_ : pandas.DataFrame
-        One row per fit (``n_iter_ + 1`` rows): ``iteration`` and the
-        ``mean``, ``std`` (population), ``min`` and ``max`` of the levelled
-        FIL. Sensitive: do not publish.
+        One row per fit: ``iteration`` and the ``mean``, ``std``
+        (population), ``min`` and ``max`` of the levelled FIL. Sensitive.
     privacy_report_ : pandas.DataFrame
-        One row per training example: ``fil``, ``dfil``, ``mse_bound``,
-        ``fil[<attribute>]`` per private attribute, ``rel_mse_bound`` (in
-        the units of the caller's data and weights, not of the reweighting)
-        and ``weight`` (see :class:`OutputPerturbedLinearRegression`).
-        Sensitive: do not publish.
-    attribute_fil_ : pandas.Series
-        FIL of each attribute over all training examples.
-    attribute_fil_sd_ : pandas.Series
-        ``attribute_fil_`` in units of each attribute's training standard
-        deviation (see :class:`OutputPerturbedLinearRegression`).
-    dataset_fil_ : float
-        FIL of the whole training set.
+        The FIL columns of :class:`OutputPerturbedLinearRegression`'s report
+        (``rel_mse_bound`` in the units of the caller's data and weights) and
+        ``weight``. Sensitive: do not publish.
+{Doc.fil}
     sigma_ : float
-        Standard deviation of the noise of the release (``sigma``).
-    n_features_in_ : int
-        Number of features seen during fit.
-    feature_names_in_ : ndarray of shape (`n_features_in_`,)
-        Names of features seen during fit, when X has string column names."""
+        Standard deviation of the noise of the release (``sigma``)."""
 
-_NOTES_DOC = """\
-    Each iteration fits ``w*(omega)`` exactly (Newton to ``1e-10`` for the
-    logistic loss, warm-started at the previous minimiser), computes the
-    per-example FIL of the output-perturbed release at those weights and
-    sets ``omega_i <- n (omega_i / eta_i) / sum_j (omega_j / eta_j)``. The
-    loop stops after ``n_iter`` reweightings or once the coefficient of
-    variation is below ``tol``. Noise is drawn once, for the final fit;
-    intermediate minimisers are never exposed.
+_NOTES_DOC = f"""\
+    Each iteration fits ``w*(omega)`` exactly (warm-started Newton for the
+    logistic loss), computes the per-example FIL at those weights and sets
+    ``omega_i <- n (omega_i / eta_i) / sum_j (omega_j / eta_j)`` (Hannun et
+    al., 2021, Algorithm 1). Noise is drawn once, for the final fit.
 
-    The FIL in the report is that of the released weighted minimiser with
-    the weights held fixed (the weights enter the Hessian and each example's
-    own term), as in the paper. The weights themselves depend on all the
-    data, a dependence the FIL does not measure and which voids the
-    sensitivity argument of output perturbation: IRFIL estimators report no
-    differential-privacy guarantee (``epsilon_`` is None, with a
-    :class:`~sklearn_fil.exceptions.PrivacyLeakWarning`).
+    The report's FIL holds the weights fixed, as in the paper. The weights
+    depend on all the data, which voids the sensitivity argument of output
+    perturbation: there is no differential-privacy guarantee (``epsilon_``
+    is None, with a :class:`~sklearn_fil.exceptions.PrivacyLeakWarning`).
 
-    The privacy report, ``weights_`` and ``fil_history_`` are computed from
-    each example's data and must not be published; publish :meth:`release`
-    only."""
+{Doc.sensitive}"""
 
-_REFERENCES_DOC = """\
-    Hannun, Guo & van der Maaten (2021), *Measuring data leakage in
-    machine-learning models with Fisher information*, UAI, Algorithm 1."""
+
+def _summary(model):
+    return f"""\
+    Iteratively reweighted Fisher information loss (IRFIL): refits {model}
+    with weights inversely proportional to each example's FIL until the FIL
+    is (nearly) level, then releases the minimiser with Gaussian noise."""
 
 
 class IRFILRegressor(SquaredLossMixin, _IRFIL):
     __doc__ = f"""Ridge regression reweighted so every example leaks alike.
 
-    Iteratively reweighted Fisher information loss (IRFIL): refits ridge
-    regression with per-example weights inversely proportional to each
-    example's Fisher information loss until the FIL is (nearly) the same for
-    every training example, then releases the final minimiser with Gaussian
-    output noise and its privacy report.
+{_summary("ridge regression")}
 
     Parameters
     ----------
 {_PARAMETERS_DOC}
-{_COMMON_DOC}
     penalize_intercept : bool, default=False
         Whether the penalty includes the intercept.
-{_LABEL_DOC}
-{_ONEHOT_DOC}
+{Doc.private_label}
+{_LAST_PARAMETERS_DOC}
 
     Attributes
     ----------
-    coef_ : ndarray of shape (n_features,)
-        Released (noised) coefficients.
-    intercept_ : float
-        Released (noised) intercept; 0.0 when ``fit_intercept=False``.
+{Doc.coef}
 {_ATTRIBUTES_DOC}
 
     See Also
@@ -345,7 +290,7 @@ class IRFILRegressor(SquaredLossMixin, _IRFIL):
 
     References
     ----------
-{_REFERENCES_DOC}
+{Doc.hannun}
 
     Examples
     --------
@@ -391,40 +336,26 @@ class IRFILRegressor(SquaredLossMixin, _IRFIL):
 class IRFILClassifier(LogisticLossMixin, _IRFIL):
     __doc__ = f"""Binary logistic regression reweighted so every example leaks alike.
 
-    Iteratively reweighted Fisher information loss (IRFIL): refits logistic
-    regression with per-example weights inversely proportional to each
-    example's Fisher information loss until the FIL is (nearly) the same for
-    every training example, then releases the final minimiser with Gaussian
-    output noise and its privacy report.
+{_summary("logistic regression")}
 
     Parameters
     ----------
 {_PARAMETERS_DOC}
-{_COMMON_DOC}
     penalize_intercept : bool, default=True
-        Whether the penalty includes the intercept. Unlike
-        :class:`OutputPerturbedLogisticRegression`, penalised by default:
-        levelling an attribute's FIL upweights the examples the model already
-        fits well (their residuals, and so their leakage, are small), and a
-        free intercept follows them towards one class, shrinking those
-        residuals further; the loop then drifts instead of levelling.
-{_LABEL_DOC}
-    classes : array-like of shape (2,), default=None
-        The two labels the task has, fixed before seeing the data; a training
-        label outside them is an error. ``classes_``, published by
-        :meth:`release`, is read from the training labels when None.
+        Whether the penalty includes the intercept; by default, since
+        levelling upweights the examples the model fits well (small
+        residuals, small leakage), and a free intercept follows them towards
+        one class, so the loop drifts instead of levelling.
+{Doc.private_label}
+{Doc.classes}
     max_iter : int, default=100
         Maximum Newton iterations of each fit; not converging is an error.
-{_ONEHOT_DOC}
+{_LAST_PARAMETERS_DOC}
 
     Attributes
     ----------
-    coef_ : ndarray of shape (n_features,)
-        Released (noised) coefficients.
-    intercept_ : float
-        Released (noised) intercept; 0.0 when ``fit_intercept=False``.
-    classes_ : ndarray of shape (2,)
-        Class labels; ``classes_[1]`` is the positive class.
+{Doc.coef}
+{Doc.classes_}
 {_ATTRIBUTES_DOC}
 
     See Also
@@ -438,7 +369,7 @@ class IRFILClassifier(LogisticLossMixin, _IRFIL):
 
     References
     ----------
-{_REFERENCES_DOC}
+{Doc.hannun}
 
     Examples
     --------

@@ -22,6 +22,7 @@ from sklearn_fil.linear_model._base import (
     CERTIFIED_FRACTION,
     MECHANISM,
     BaseReleasedGLM,
+    Doc,
     LogisticLossMixin,
     SquaredLossMixin,
 )
@@ -32,8 +33,7 @@ from sklearn_fil.utils._labels import LABEL_SET
 from sklearn_fil.utils._sklearn_compat import Interval, StrOptions
 
 # per_instance_accounting="auto" computes the exact leave-one-out sensitivity
-# up to this many examples: its O(n^2 d) Newton steps then take about a
-# second at most (see benchmarks/results/leave_one_out.md).
+# (O(n^2 d) per Newton step) up to this many examples.
 AUTO_EXACT_MAX_SAMPLES = 2000
 
 _NO_DATA_NORM_MSG = (
@@ -74,20 +74,13 @@ class _OutputPerturbed(BaseReleasedGLM):
         ----------
         X : {array-like, sparse matrix, DataFrame, dask.array} of shape \
                 (n_samples, n_features)
-            Training data, the private features. Sparse input (any scipy
-            format, fitted as CSR, e.g. a OneHotEncoder's output) is never
-            densified and gives the dense fit's numbers to rounding. A dense
-            ``dask.array`` chunked by rows only (``X.rechunk({1: -1})``) is
-            fitted block by block, for data larger than memory: every sum
-            over the rows is reduced in a tree and the per-example report is
-            mapped over the blocks, so the fitted numbers equal the in-memory
-            fit's up to the order of the sums, and ``privacy_report_`` is a
-            lazy ``dask.dataframe.DataFrame`` (``.compute()`` it, or
-            write it with ``.to_parquet(path)`` from the workers). The first
-            pass checks the values (the in-memory fit's errors). Not on Dask:
-            ``onehot_groups="auto"`` (give a dict), scipy sparse blocks, and
-            the logistic model's exact per-instance sensitivities (its report
-            holds their bound).
+            Training data, the private features. Sparse input is never
+            densified. A dense ``dask.array`` chunked by rows only is fitted
+            block by block, to the in-memory fit's numbers up to the order of
+            the sums, with a lazy ``privacy_report_``; not with
+            ``onehot_groups="auto"``, scipy sparse blocks, or the logistic
+            model's exact per-instance sensitivities (the report holds their
+            bound).
         y : array-like of shape (n_samples,)
             Targets; a NumPy or Dask array when X is a Dask array.
         sample_weight : array-like of shape (n_samples,), default=None
@@ -106,8 +99,7 @@ class _OutputPerturbed(BaseReleasedGLM):
         return w, omega, self._fil(X, y, w, omega, groups, loss_hessian)
 
     def _per_instance_exact(self, n_samples, dask=False):
-        """Whether the report holds the exact ``Delta_i`` or its bound."""
-        return True
+        return True  # the exact Delta_i, not its bound
 
     def _per_instance_columns(self, X, y, w, omega, delta, result):
         return per_instance_columns(
@@ -124,18 +116,14 @@ class _OutputPerturbed(BaseReleasedGLM):
 
 
 class OutputPerturbedLinearRegression(SquaredLossMixin, _OutputPerturbed):
-    """Ridge regression released with Gaussian output noise, with a FIL report.
+    __doc__ = f"""Ridge regression with Gaussian output noise and a FIL privacy report.
 
     Fits ``w* = argmin_w sum_i omega_i (w^T x_i - y_i)^2 / 2 + (n lam / 2)
     ||w||^2`` exactly (``n`` the sum of the sample weights), releases ``w' =
     w* + N(0, sigma^2 I)`` and reports the Fisher information loss of the
     release about every training example and attribute (Hannun et al., 2021).
 
-    The privacy report is itself sensitive: it is computed from each
-    example's data and must not be published; publish :meth:`release` only.
-    A fixed ``random_state`` makes the noise reproducible and therefore not
-    private; the noise sampler is not hardened against floating-point
-    attacks (this is a measurement and research library).
+{Doc.sensitive}
 
     Parameters
     ----------
@@ -145,76 +133,34 @@ class OutputPerturbedLinearRegression(SquaredLossMixin, _OutputPerturbed):
     lam : float, default=0.0
         L2 strength; the penalty is ``(n lam / 2) ||w||^2``. ``lam=0`` needs a
         non-singular ``X^T X``.
-    fit_intercept : bool, default=True
-        Whether to fit an intercept: a constant, non-private feature. The data
-        are not centred (centring would couple every example to the mean).
+{Doc.fit_intercept}
     penalize_intercept : bool, default=False
         Whether the penalty includes the intercept.
-    private_label : bool, default=True
-        Whether the label is a private coordinate of each example.
-    onehot_groups : dict or "auto", default=None
-        ``{name: [columns]}`` of constrained one-hot attributes (columns by
-        name or index, all levels present, exactly one 1 per row); each is one
-        attribute of the report, measured on the sum-to-one tangent space.
-        ``"auto"`` finds them in the training data, as a
-        :class:`~sklearn.preprocessing.OneHotEncoder` earlier in a Pipeline
-        writes them: runs of adjacent 0/1 columns with exactly one 1 per row,
-        each named after its columns' common prefix up to its last ``_``
-        (``race`` for ``race_Asian, race_Other``; ``onehot__race`` with a
-        ColumnTransformer's verbose names). Give a dict where a name is
-        ambiguous; ``OneHotEncoder(drop=...)`` writes no such run.
-    random_state : int, RandomState instance or None, default=None
-        Seed of the output noise. ``None`` draws fresh OS entropy; a fixed
-        seed makes the noise reproducible, so the release is not private.
+{Doc.private_label}
+{Doc.onehot_groups}
+{Doc.random_state}
 
     Attributes
     ----------
-    coef_ : ndarray of shape (n_features,)
-        Released (noised) coefficients.
-    intercept_ : float
-        Released (noised) intercept; 0.0 when ``fit_intercept=False``.
+{Doc.coef}
     privacy_report_ : pandas.DataFrame or dask.dataframe.DataFrame
-        One row per training example (index: the training index when X was a
-        DataFrame, else ``0..n-1`` named ``sample``; a lazy Dask DataFrame of
-        the same columns, one partition per block of rows, when X was a Dask
-        array): ``fil`` (spectral FIL), ``dfil``
-        (diagonal FIL), ``mse_bound`` (``1/dfil^2``), ``fil[<feature>]`` per
-        private attribute and ``fil[<target>]`` when the label is private,
-        ``rel_mse_bound`` (the ``mse_bound`` with every private coordinate in
-        units of its training standard deviation, so that units do not mix:
-        guessing the mean scores 1; see :ref:`interpretation`), then the
-        example's own leakage under the optimal adversary who knows every
-        other example:
-
-        - ``loo_sensitivity``: ``Delta_i = ||w*(D) - w*(D_-i)||``, the
-          distance of the minimiser from the one fitted without the example
-          (its loss term removed, the penalty ``(n lam / 2) ||w||^2`` kept:
-          ``n`` is public), exact by Sherman-Morrison;
-        - ``epsilon``: the per-instance ε of telling ``D`` from ``D_-i``, the
-          Gaussian mechanism's ε at sensitivity ``Delta_i``
-          (``gaussian_epsilon(sigma=sigma, sensitivity=Delta_i,
-          delta=default_delta(n))``);
-        - ``epsilon_replace_one``: ``inf``, since the squared loss bounds no
-          replacement of an example (0 for an example of weight 0).
-
-        See :ref:`per_instance_epsilon`. Sensitive: do not publish.
-    attribute_fil_ : pandas.Series
-        FIL of each attribute over all training examples.
-    attribute_fil_sd_ : pandas.Series
-        ``attribute_fil_`` in units of each attribute's (sample-weighted)
-        training standard deviation: a ranking that does not mix units.
-        ``1 / attribute_fil_sd_**2`` bounds an unbiased attacker's MSE over
-        the attribute's variance; guessing the mean scores 1.
-    dataset_fil_ : float
-        FIL of the whole training set.
+        One row per training example (the index of a DataFrame X, else
+        ``sample``; lazy on Dask): ``fil`` (spectral FIL), ``dfil``
+        (diagonal FIL), ``mse_bound`` (``1/dfil^2``), ``fil[<attribute>]``
+        per private attribute (the label's when private), ``rel_mse_bound``
+        (``mse_bound`` in units of each coordinate's training std: guessing
+        the mean scores 1; see :ref:`interpretation`), then the example's own
+        leakage (:ref:`per_instance_epsilon`): ``loo_sensitivity``, ``Delta_i
+        = ||w*(D) - w*(D_-i)||`` (loss term removed, penalty and ``n`` kept,
+        by Sherman-Morrison), ``epsilon``, the Gaussian mechanism's ε of
+        telling ``D`` from ``D_-i`` at ``Delta_i`` and ``default_delta(n)``,
+        and ``epsilon_replace_one``, ``inf`` since the squared loss bounds no
+        replacement. Sensitive: do not publish.
+{Doc.fil}
     sigma_ : float
         Standard deviation of the noise of the release (``sigma``).
     n_iter_ : int
         Solver iterations (1: the exact solve).
-    n_features_in_ : int
-        Number of features seen during fit.
-    feature_names_in_ : ndarray of shape (`n_features_in_`,)
-        Names of features seen during fit, when X has string column names.
 
     See Also
     --------
@@ -224,8 +170,7 @@ class OutputPerturbedLinearRegression(SquaredLossMixin, _OutputPerturbed):
 
     References
     ----------
-    Hannun, Guo & van der Maaten (2021), *Measuring data leakage in
-    machine-learning models with Fisher information*, UAI.
+{Doc.hannun}
 
     Examples
     --------
@@ -246,8 +191,6 @@ class OutputPerturbedLinearRegression(SquaredLossMixin, _OutputPerturbed):
     >>> reg_dask = OutputPerturbedLinearRegression(sigma=0.1, random_state=0).fit(
     ...     da.from_array(X, chunks=(20, 3)), y
     ... )
-    >>> type(reg_dask.privacy_report_).__name__
-    'DataFrame'
     >>> reg_dask.privacy_report_.npartitions
     3
     >>> bool(np.allclose(reg_dask.coef_, reg.coef_, rtol=1e-12, atol=0))
@@ -280,39 +223,24 @@ class OutputPerturbedLinearRegression(SquaredLossMixin, _OutputPerturbed):
 
 
 class OutputPerturbedLogisticRegression(LogisticLossMixin, _OutputPerturbed):
-    """Binary logistic regression released with Gaussian output noise.
+    __doc__ = f"""Binary logistic regression released with Gaussian output noise.
 
     Fits ``w* = argmin_w sum_i omega_i l(w^T x_i, y_i) + (n lam / 2)
     ||w||^2`` with the logistic loss by Newton's method, releases ``w' = w* +
     N(0, sigma^2 I)`` and reports the Fisher information loss of the release
     about every training example and attribute (Hannun et al., 2021).
 
-    With ``data_norm`` set, every row is clipped to that L2 norm before
-    fitting; with ``lam > 0`` and the intercept penalised (or absent) the
-    release is then (ε, δ)-DP for the Gaussian mechanism, reported in
-    ``guarantee_`` (read by ``epsilon_`` and ``delta_``), and (2, ε)-RDP
-    with ``ε = Δ^2 / sigma^2`` (``4 / (n lam sigma)^2`` at ``L = 1``, Guo et
-    al., 2022). The guarantee is for **replace-one** neighbours (data sets of
-    the same, public size that differ in one example, features and label).
-    Its L2 sensitivity is ``Δ = (1 + 2e-6) 2 L max(omega) / (sum(omega)
-    lam)``, ``L = sqrt(data_norm^2 + 1)`` with an intercept and
-    ``data_norm`` without (Chaudhuri et al., 2011): Newton's method runs
-    until the final gradient certifies, by strong convexity, that the
-    released centre is within ``1e-6 Δ`` of the exact minimiser, whatever
-    ``tol``. Non-uniform ``sample_weight`` enters Δ, so it gives an ε only
-    with ``public_sample_weight=True``. In every other case no ε is reported
-    and asking for one warns with
-    :class:`~sklearn_fil.exceptions.PrivacyLeakWarning`.
+    With rows clipped to ``data_norm``, ``lam > 0``, the intercept penalised
+    (or absent) and uniform or public weights, the release is (ε, δ)-DP
+    (``guarantee_``) and (2, ε)-RDP with ``ε = Δ^2 / sigma^2`` (Guo et al.,
+    2022) for **replace-one** neighbours (same public size, one example
+    differs). ``Δ = (1 + 2e-6) 2 L max(omega) / (sum(omega) lam)``, ``L =
+    sqrt(data_norm^2 + fit_intercept)`` (Chaudhuri et al., 2011): Newton's
+    method runs until the gradient certifies, by strong convexity, that the
+    released centre is within ``1e-6 Δ`` of the exact minimiser. Otherwise
+    asking for ε warns with :class:`~sklearn_fil.exceptions.PrivacyLeakWarning`.
 
-    One-hot groups and clipping work together: their 0/1 columns are never
-    rescaled (a row of ``k`` groups has ``k`` ones), and the other columns
-    are clipped to the remaining budget ``sqrt(data_norm^2 - k)``.
-
-    The privacy report is itself sensitive: it is computed from each
-    example's data and must not be published; publish :meth:`release` only.
-    A fixed ``random_state`` makes the noise reproducible and therefore not
-    private; the noise sampler is not hardened against floating-point
-    attacks (this is a measurement and research library).
+{Doc.sensitive}
 
     Parameters
     ----------
@@ -321,147 +249,80 @@ class OutputPerturbedLogisticRegression(LogisticLossMixin, _OutputPerturbed):
         ignored when ``target_epsilon`` is set (``sigma_`` is the noise used).
     lam : float, default=1e-2
         L2 strength; the penalty is ``(n lam / 2) ||w||^2``.
-    fit_intercept : bool, default=True
-        Whether to fit an intercept (a constant, non-private feature).
+{Doc.fit_intercept}
     penalize_intercept : bool, default=False
         Whether the penalty includes the intercept. The DP guarantee with an
         intercept needs ``True``.
-    private_label : bool, default=True
-        Whether the label is a private coordinate of each example.
-    classes : array-like of shape (2,), default=None
-        The two labels the task has, fixed before seeing the data (as
-        scikit-learn's ``partial_fit`` takes them); a training label outside
-        them is an error. ``classes_`` is published by :meth:`release`: None
-        reads it from the training labels, and the guarantee then assumes the
-        label set public (``"classes"`` in ``guarantee_.public``), since
-        replacing the only example of a class would change it. Give
-        ``classes`` for a guarantee that does not.
+{Doc.private_label}
+{Doc.classes}
+        The guarantee then assumes the label set public (``"classes"`` in
+        ``guarantee_.public``).
     data_norm : float, default=None
-        Clip every row to this L2 norm before fitting; enables the DP
-        guarantee. The report then concerns the clipped rows. Clipping more
-        than half of the rows warns with
-        :class:`~sklearn_fil.exceptions.ClippingWarning`.
+        Clip every row to this L2 norm before fitting (the report concerns
+        the clipped rows); enables the DP guarantee. Clipping more than half
+        of the rows warns with :class:`~sklearn_fil.exceptions.ClippingWarning`.
+        One-hot columns are never rescaled: a row of ``k`` groups has its
+        other columns clipped to ``sqrt(data_norm^2 - k)``.
     delta : float, default=None
-        δ of the reported guarantee; None means
-        :func:`~sklearn_fil.accounting.default_delta`, ``min(1e-5, 1 / (10
-        n))``. A δ of ``1 / n`` or more warns with
-        :class:`~sklearn_fil.exceptions.PrivacyLeakWarning`.
+        δ of the guarantee; None means
+        :func:`~sklearn_fil.accounting.default_delta`. A δ of ``1 / n`` or
+        more warns with :class:`~sklearn_fil.exceptions.PrivacyLeakWarning`.
     target_epsilon : float, default=None
-        Calibrate the noise at fit time so that the release is exactly
-        (``target_epsilon``, δ)-DP: ``sigma_`` is the smallest noise (to a few
-        ulps) for which the analytic Gaussian mechanism (Balle & Wang, 2018)
-        at the certified sensitivity ``Δ`` above and the δ of ``delta`` gives
-        ``epsilon_ <= target_epsilon``; ``sigma`` is then ignored, so a grid
-        search over ``sigma`` compares identical models while one over
-        ``lam`` or ``data_norm`` compares models of equal privacy. It needs
-        the guarantee (``data_norm``, ``lam > 0``, the intercept penalised or
-        absent, uniform or public weights): without it ``fit`` raises a
-        ``ValueError`` before any work. ``Δ`` shrinks as ``1 / n``, so the
-        noise depends on the number of examples (public under replace-one).
+        Calibrate ``sigma_`` at fit time, ignoring ``sigma``, to the smallest
+        noise for which the analytic Gaussian mechanism (Balle & Wang, 2018)
+        at the certified ``Δ`` is (``target_epsilon``, δ)-DP. Without the
+        guarantee ``fit`` raises a ``ValueError`` before any work.
     public_sample_weight : bool, default=False
         Whether ``sample_weight`` is public: a constant fixed to each row's
         position, chosen without looking at the data. Only then do
         non-uniform weights give a DP guarantee.
     tol : float, default=1e-10
-        Newton stops once its full step is below ``tol * (1 + ||w||)``; by
-        quadratic convergence the minimiser then has a relative error of
-        order ``tol^2``, far below the ``1e-6`` relative accuracy promised for
-        the FIL. With a DP guarantee it also runs until the gradient
-        certifies the distance to the exact minimiser (see above).
+        Newton stops once its full step is below ``tol * (1 + ||w||)``.
     max_iter : int, default=100
         Maximum Newton iterations; not converging is an error.
     per_instance_accounting : "auto" or bool, default="auto"
         Whether the report holds each example's exact leave-one-out
-        sensitivity ``Delta_i`` (column ``loo_sensitivity``; ``epsilon`` and
-        ``epsilon_replace_one`` use it), or only its strong-convexity bound
-        ``omega_i L / (sum(omega) lam)`` where the guarantee holds, ``inf``
-        elsewhere (column ``loo_sensitivity_bound``: the per-instance ε are
-        then upper bounds, equal for equal weights). The exact values need
-        Newton's method on all ``n`` leave-one-out problems at once,
-        ``O(n^2 d)`` per step instead of the report's ``O(n d^2)`` (3 to 4 s
-        at ``n = 10^4``, ``d = 20`` on one core; see
-        :ref:`per_instance_epsilon`). ``"auto"``: exact up to 2000 training
-        examples, and never on a Dask array (where ``True`` is refused).
-    onehot_groups : dict or "auto", default=None
-        ``{name: [columns]}`` of constrained one-hot attributes, or ``"auto"``
-        to find them (see :class:`OutputPerturbedLinearRegression`). The
-        groups decide which columns clipping leaves as they are, so with
-        ``"auto"`` the guarantee assumes the layout found in the data public
-        (``"onehot_groups"`` in ``guarantee_.public``): it covers neighbours
-        whose one-hot columns have the same layout.
-    random_state : int, RandomState instance or None, default=None
-        Seed of the output noise. ``None`` draws fresh OS entropy; a fixed
-        seed makes the noise reproducible, so the release is not private.
+        sensitivity (column ``loo_sensitivity``, ``O(n^2 d)`` per Newton
+        step) or only its strong-convexity bound (``loo_sensitivity_bound``,
+        the per-instance ε then upper bounds). ``"auto"``: exact up to 2000
+        examples, never on a Dask array (where ``True`` is refused).
+{Doc.onehot_groups}
+        With ``"auto"`` the guarantee assumes the layout found public
+        (``"onehot_groups"`` in ``guarantee_.public``): it decides what
+        clipping exempts.
+{Doc.random_state}
 
     Attributes
     ----------
-    coef_ : ndarray of shape (n_features,)
-        Released (noised) coefficients.
-    intercept_ : float
-        Released (noised) intercept; 0.0 when ``fit_intercept=False``.
-    classes_ : ndarray of shape (2,)
-        Class labels; ``classes_[1]`` is the positive class.
+{Doc.coef}
+{Doc.classes_}
     privacy_report_ : pandas.DataFrame or dask.dataframe.DataFrame
-        One row per training example (lazy, on Dask: see
-        :class:`OutputPerturbedLinearRegression`): ``fil``, ``dfil``, ``mse_bound``,
-        ``fil[<feature>]``, ``fil[<target>]`` and ``rel_mse_bound`` (see
-        :class:`OutputPerturbedLinearRegression`), then
-
-        - ``loo_sensitivity``: ``Delta_i = ||w*(D) - w*(D_-i)||`` (``D_-i``:
-          the example's loss term removed, the penalty and ``n`` kept), by
-          Newton's method on every leave-one-out problem at once (relative
-          accuracy ``1e-10``); without it (``per_instance_accounting``),
-          the column ``loo_sensitivity_bound`` holds its upper bound
-          ``omega_i L / (sum(omega) lam)`` where the guarantee holds, ``inf``
-          elsewhere;
-        - ``epsilon``: the per-instance ε of telling ``D`` from ``D_-i``, the
-          Gaussian mechanism's ε at sensitivity ``loo_sensitivity``, at the
-          guarantee's δ (``delta_``) or ``default_delta(n)`` without one; at
-          most ``epsilon_``;
-        - ``epsilon_replace_one``: with a DP guarantee, an upper bound on
-          the ε of telling ``D`` from ``D`` with the example replaced by any
-          row the guarantee allows, at sensitivity ``Delta_i + omega_i L /
-          (sum(omega) lam)`` (plus the certified slack), between ``epsilon``
-          and ``epsilon_``; ``inf`` without a guarantee.
-
-        See :ref:`per_instance_epsilon`. Sensitive: do not publish.
-    attribute_fil_ : pandas.Series
-        FIL of each attribute over all training examples.
-    attribute_fil_sd_ : pandas.Series
-        ``attribute_fil_`` in units of each attribute's (sample-weighted)
-        training standard deviation: a ranking that does not mix units.
-        ``1 / attribute_fil_sd_**2`` bounds an unbiased attacker's MSE over
-        the attribute's variance; guessing the mean scores 1.
-    dataset_fil_ : float
-        FIL of the whole training set.
+        The columns of :class:`OutputPerturbedLinearRegression`'s, with
+        ``loo_sensitivity`` to a relative accuracy ``1e-10`` (or
+        ``loo_sensitivity_bound``, ``omega_i L / (sum(omega) lam)`` where the
+        guarantee holds, ``inf`` elsewhere), ``epsilon`` at ``delta_`` (at
+        most ``epsilon_``) and ``epsilon_replace_one``, with a guarantee an
+        upper bound on the ε of replacing the example by any row it allows
+        (sensitivity ``Delta_i + omega_i L / (sum(omega) lam)``), between
+        ``epsilon`` and ``epsilon_``. Sensitive: do not publish.
+{Doc.fil}
     n_iter_ : int
-        Iterations of the fit on the full data, Newton or chord steps (see
-        ``tol``).
+        Newton iterations of the fit on the full data.
     sigma_ : float
-        Standard deviation of the noise the release has: ``sigma``, or the
-        noise calibrated to ``target_epsilon``. ``guarantee_.noise_std``
-        holds the same value.
+        Noise std of the release: ``sigma`` or calibrated to ``target_epsilon``.
     n_clipped_ : int
         Number of training rows that ``data_norm`` rescaled (0 without it).
     guarantee_ : Guarantee
-        The (ε, δ)-DP guarantee: relation, what is public, mechanism,
-        sensitivity and noise, its dp-accounting event, or the reason there
-        is none; ``guarantee_.group(k)`` is the guarantee for groups of ``k``
-        examples.
+        The (ε, δ)-DP guarantee (relation, what is public, mechanism,
+        sensitivity, noise, dp-accounting event) or the reason there is none.
     epsilon_ : float or None
         ε of the guarantee; None (with a
         :class:`~sklearn_fil.exceptions.PrivacyLeakWarning`) without one.
     delta_ : float or None
         δ of the guarantee; None (with a warning) without one.
     dp_event_ : dp_accounting.DpEvent or None
-        ``GaussianDpEvent(sigma_ / Δ)``, the release as a dp-accounting event
-        at unit distance (compose it under ``ADD_OR_REMOVE_ONE``, or spend the
-        estimator in a :class:`~sklearn_fil.accounting.PrivacyBudget`); None
-        (with a warning) without a guarantee.
-    n_features_in_ : int
-        Number of features seen during fit.
-    feature_names_in_ : ndarray of shape (`n_features_in_`,)
-        Names of features seen during fit, when X has string column names.
+        ``GaussianDpEvent(sigma_ / Δ)``, the release at unit distance (compose
+        it under ``ADD_OR_REMOVE_ONE``); None (with a warning) without one.
 
     See Also
     --------
@@ -473,8 +334,7 @@ class OutputPerturbedLogisticRegression(LogisticLossMixin, _OutputPerturbed):
     ----------
     Chaudhuri, Monteleoni & Sarwate (2011), *Differentially private empirical
     risk minimization*, JMLR.
-    Hannun, Guo & van der Maaten (2021), *Measuring data leakage in
-    machine-learning models with Fisher information*, UAI.
+{Doc.hannun}
     Guo, Karrer, Chaudhuri & van der Maaten (2022), *Bounding training data
     reconstruction in private (deep) learning*, ICML.
 
@@ -492,9 +352,9 @@ class OutputPerturbedLogisticRegression(LogisticLossMixin, _OutputPerturbed):
     (1.55, 1e-05)
     >>> clf.guarantee_.neighboring_relation
     'replace_one'
-    >>> clf.privacy_report_.shape
-    (100, 12)
     >>> report = clf.privacy_report_
+    >>> report.shape
+    (100, 12)
     >>> bool((report["epsilon"] <= report["epsilon_replace_one"]).all())
     True
     >>> bool((report["epsilon_replace_one"] <= clf.epsilon_).all())
@@ -652,10 +512,9 @@ class OutputPerturbedLogisticRegression(LogisticLossMixin, _OutputPerturbed):
     def _certified_sensitivity(self, omega):
         """``(Δ, reason)``: the sensitivity of the released centre, or why none.
 
-        The released centre is certified within ``CERTIFIED_FRACTION * Δ₀``
-        of the exact minimiser (``Δ₀`` its sensitivity), on either
-        neighbouring data set, so it moves by at most ``(1 + 2
-        CERTIFIED_FRACTION) Δ₀``.
+        The centre is within ``CERTIFIED_FRACTION Δ₀`` of the exact minimiser
+        on either data set, so it moves by at most ``(1 + 2 CERTIFIED_FRACTION)
+        Δ₀``.
         """
         sensitivity, reason = self._dp_bound(omega)
         if sensitivity is None:
@@ -686,13 +545,9 @@ class OutputPerturbedLogisticRegression(LogisticLossMixin, _OutputPerturbed):
             return Guarantee.none(reason, mechanism=MECHANISM)
         weights_public = bool(self.public_sample_weight)
         public = ["n_samples"] + ["sample_weight"] * weights_public
-        if isinstance(self.onehot_groups, str):  # "auto"
-            # The layout read from the data sets which columns clipping
-            # exempts: the guarantee holds for neighbours with that layout.
+        if isinstance(self.onehot_groups, str):  # "auto": the layout is public
             public.append("onehot_groups")
-        if self.classes is None:
-            # classes_ is released and was read from the labels: replacing
-            # the only example of a class would change it
+        if self.classes is None:  # classes_ (released) was read from the labels
             public.append(LABEL_SET)
         accountant = "analytic Gaussian mechanism (dp-accounting)"
         if self.target_epsilon is not None:

@@ -1,17 +1,9 @@
-"""Checks that every private estimator of sklearn-fil keeps its contract.
+"""Checks that every private estimator and attack of sklearn-fil keeps its contract.
 
 scikit-learn's :func:`~sklearn.utils.estimator_checks.check_estimator`
-checks the scikit-learn API; these check what a private estimator adds to
-it: the schema of ``privacy_report_``, a ``release()`` that publishes only
-public state and the parameters of the fit, a failed fit that leaves nothing
-behind, and noise that a seed reproduces and ``random_state=None`` does not.
-Third-party estimators that follow the same contract can run them too.
-
-The attack checks hold every attack to one contract: the target model is
-the first constructor parameter, fitted or released; the attack learns in
-``fit`` from the model's public state and the recipe of its fit (not
-parameters set on it later), leaves the model as it was, refuses an
-unfitted model, and a failed ``fit`` leaves no fitted state.
+checks the scikit-learn API; :func:`private_estimator_checks` check what a
+private estimator adds to it, :func:`attack_checks` the contract of an attack
+(one check a clause). Third-party code that keeps them can run them too.
 """
 
 # Authors: The sklearn-fil developers
@@ -19,6 +11,7 @@ unfitted model, and a failed ``fit`` leaves no fitted state.
 
 import copy
 import dataclasses
+import inspect
 from numbers import Real
 
 import joblib
@@ -38,6 +31,7 @@ __all__ = [
     "check_attack_leaves_model_unchanged",
     "check_attack_on_released_model",
     "check_attack_refuses_unfitted_model",
+    "check_attack_results_leave_attack_unchanged",
     "check_attack_uses_fitted_recipe",
     "check_failed_fit_leaves_no_state",
     "check_noise_seeded_and_fresh",
@@ -50,6 +44,42 @@ __all__ = [
 
 _FEATURES = ["age", "income", "height"]
 _TARGET = "label"
+
+
+_ESTIMATOR_CHECK = """
+    Parameters
+    ----------
+    estimator : estimator instance
+        An unfitted private estimator; it is cloned, never modified.
+
+    Raises
+    ------
+    AssertionError
+        When the estimator breaks the contract.
+    """
+_ATTACK_CHECK = """
+    Parameters
+    ----------
+    attack : estimator instance
+        An unfitted attack whose ``model`` is a fitted private estimator.
+    *fit_args, **fit_params
+        The arguments of the attack's ``fit``, ``X`` first.
+
+    Raises
+    ------
+    AssertionError
+        When the attack breaks the contract.
+    """
+
+
+def _documented(section):
+    """Append the Parameters and Raises ``section`` shared by a kind of check."""
+
+    def decorate(check):
+        check.__doc__ = check.__doc__.rstrip() + "\n" + section
+        return check
+
+    return decorate
 
 
 def _data(n_samples=40):
@@ -68,6 +98,7 @@ def _data(n_samples=40):
     return X, pd.Series(y, name=_TARGET, index=index)
 
 
+@_documented(_ESTIMATOR_CHECK)
 def check_privacy_report_schema(estimator):
     """``privacy_report_``: index, column order, dtypes and basic identities.
 
@@ -76,16 +107,6 @@ def check_privacy_report_schema(estimator):
     ``fil[<target>]`` last among them when the label is private), then the
     estimator's extras; float64 throughout; ``fil >= dfil`` (the spectral
     norm bounds the root mean square) and ``mse_bound = 1 / dfil^2``.
-
-    Parameters
-    ----------
-    estimator : estimator instance
-        An unfitted private estimator; it is cloned, never modified.
-
-    Raises
-    ------
-    AssertionError
-        When the estimator breaks the contract.
     """
     X, y = _data()
     est = clone(estimator).set_params(random_state=0).fit(X, y)
@@ -115,6 +136,7 @@ def check_privacy_report_schema(estimator):
         assert est.dataset_fil_ >= est.attribute_fil_.max() * (1 - 1e-9)
 
 
+@_documented(_ESTIMATOR_CHECK)
 def check_release_is_publishable(estimator):
     """``release()``: public state only, and the parameters of the fit.
 
@@ -122,21 +144,10 @@ def check_release_is_publishable(estimator):
     ``random_state=None`` and no attribute that holds one number per
     training example (the report, weights, histories), and it advertises
     the parameters the model was fitted with even after ``set_params``.
-
-    Parameters
-    ----------
-    estimator : estimator instance
-        An unfitted private estimator; it is cloned, never modified.
-
-    Raises
-    ------
-    AssertionError
-        When the estimator breaks the contract.
     """
     X, y = _data()
     est = clone(estimator).set_params(random_state=0).fit(X, y)
     fitted = est.get_params(deep=False)
-    # a parameter changed after fit must not reach the release
     noise = next((k for k in ("sigma", "noise_multiplier") if k in fitted), None)
     if noise is not None:
         est.set_params(**{noise: 2.0 * fitted[noise] + 1.0})
@@ -160,6 +171,7 @@ def check_release_is_publishable(estimator):
     assert not hasattr(released, "privacy_report_")
 
 
+@_documented(_ESTIMATOR_CHECK)
 def check_release_same_on_neighbours(estimator):
     """Neighbouring data sets give releases that differ only in the noise.
 
@@ -172,16 +184,6 @@ def check_release_same_on_neighbours(estimator):
     would tell the two apart; a classifier is given the label set in
     advance through its ``classes`` parameter, when it has one and it is
     unset.
-
-    Parameters
-    ----------
-    estimator : estimator instance
-        An unfitted private estimator; it is cloned, never modified.
-
-    Raises
-    ------
-    AssertionError
-        When a field of the release tells the neighbours apart.
     """
     X, y = _data()
     y = pd.Series(np.zeros(len(y), dtype=int), index=y.index, name=y.name)
@@ -249,19 +251,9 @@ def assert_same_release(a, b):
         )
 
 
+@_documented(_ESTIMATOR_CHECK)
 def check_failed_fit_leaves_no_state(estimator):
-    """A fit that raises leaves no fitted attribute, not even an earlier fit's.
-
-    Parameters
-    ----------
-    estimator : estimator instance
-        An unfitted private estimator; it is cloned, never modified.
-
-    Raises
-    ------
-    AssertionError
-        When the estimator breaks the contract.
-    """
+    """A fit that raises leaves no fitted attribute, not even an earlier fit's."""
     X, y = _data()
     est = clone(estimator).set_params(random_state=0).fit(X, y)
     bad = X.copy()
@@ -276,19 +268,9 @@ def check_failed_fit_leaves_no_state(estimator):
     assert left == [], f"a failed fit left {left}"
 
 
+@_documented(_ESTIMATOR_CHECK)
 def check_noise_seeded_and_fresh(estimator):
-    """A seed reproduces the released weights; ``random_state=None`` does not.
-
-    Parameters
-    ----------
-    estimator : estimator instance
-        An unfitted private estimator; it is cloned, never modified.
-
-    Raises
-    ------
-    AssertionError
-        When the estimator breaks the contract.
-    """
+    """A seed reproduces the released weights; ``random_state=None`` does not."""
     X, y = _data()
     a = flatten_weights(clone(estimator).set_params(random_state=3).fit(X, y))
     b = flatten_weights(clone(estimator).set_params(random_state=3).fit(X, y))
@@ -400,51 +382,27 @@ def _with_model(attack, model):
     return clone(attack).set_params(model=model)
 
 
-def check_attack_on_released_model(attack, *fit_args):
+@_documented(_ATTACK_CHECK)
+def check_attack_on_released_model(attack, *fit_args, **fit_params):
     """The attack learns the same from the model and from its ``release()``.
 
     For a :class:`~sklearn.pipeline.Pipeline` the release is its fitted
     prefix (public knowledge of the adversary) followed by the final step's
     ``release()``.
-
-    Parameters
-    ----------
-    attack : estimator instance
-        An unfitted attack whose ``model`` is a fitted private estimator.
-    *fit_args
-        The arguments of the attack's ``fit``.
-
-    Raises
-    ------
-    AssertionError
-        When the attack breaks the contract.
     """
-    on_model = _with_model(attack, attack.model).fit(*fit_args)
-    # a Pipeline publishes its (public) prefix and its final step's release
-    on_release = _with_model(attack, release(attack.model, public_prefix=True)).fit(
-        *fit_args
-    )
+    on_model = _with_model(attack, attack.model).fit(*fit_args, **fit_params)
+    on_release = _with_model(attack, release(attack.model, public_prefix=True))
+    on_release.fit(*fit_args, **fit_params)
     _assert_same_fit(on_model, on_release, "the fitted and the released model")
 
 
-def check_attack_uses_fitted_recipe(attack, *fit_args):
+@_documented(_ATTACK_CHECK)
+def check_attack_uses_fitted_recipe(attack, *fit_args, **fit_params):
     """Parameters set on the model after its fit do not reach the attack.
 
     Every real parameter of the model is tripled and every boolean flipped on
     a copy (without refitting it): the attack must read the recipe of the
     fit, which the released weights came from.
-
-    Parameters
-    ----------
-    attack : estimator instance
-        An unfitted attack whose ``model`` is a fitted private estimator.
-    *fit_args
-        The arguments of the attack's ``fit``.
-
-    Raises
-    ------
-    AssertionError
-        When the attack breaks the contract.
     """
     model = copy.deepcopy(attack.model)
     changed = {}
@@ -454,50 +412,26 @@ def check_attack_uses_fitted_recipe(attack, *fit_args):
         elif isinstance(value, Real) and name != "random_state":
             changed[name] = 3.0 * value + 1.0
     model.set_params(**changed)
-    reference = _with_model(attack, attack.model).fit(*fit_args)
-    after = _with_model(attack, model).fit(*fit_args)
+    reference = _with_model(attack, attack.model).fit(*fit_args, **fit_params)
+    after = _with_model(attack, model).fit(*fit_args, **fit_params)
     _assert_same_fit(reference, after, f"set_params({sorted(changed)}) after fit")
 
 
-def check_attack_leaves_model_unchanged(attack, *fit_args):
-    """Fitting the attack does not modify the target model.
-
-    Parameters
-    ----------
-    attack : estimator instance
-        An unfitted attack whose ``model`` is a fitted private estimator.
-    *fit_args
-        The arguments of the attack's ``fit``.
-
-    Raises
-    ------
-    AssertionError
-        When the attack breaks the contract.
-    """
+@_documented(_ATTACK_CHECK)
+def check_attack_leaves_model_unchanged(attack, *fit_args, **fit_params):
+    """Fitting the attack does not modify the target model."""
     model = attack.model
     before = joblib.hash(model)
-    _with_model(attack, model).fit(*fit_args)
+    _with_model(attack, model).fit(*fit_args, **fit_params)
     assert joblib.hash(model) == before, "fitting the attack changed the model"
 
 
-def check_attack_refuses_unfitted_model(attack, *fit_args):
-    """An unfitted model raises ``NotFittedError`` and leaves no state.
-
-    Parameters
-    ----------
-    attack : estimator instance
-        An unfitted attack whose ``model`` is a fitted private estimator.
-    *fit_args
-        The arguments of the attack's ``fit``.
-
-    Raises
-    ------
-    AssertionError
-        When the attack breaks the contract.
-    """
+@_documented(_ATTACK_CHECK)
+def check_attack_refuses_unfitted_model(attack, *fit_args, **fit_params):
+    """An unfitted model raises ``NotFittedError`` and leaves no state."""
     unfitted = _with_model(attack, clone(attack.model))
     try:
-        unfitted.fit(*fit_args)
+        unfitted.fit(*fit_args, **fit_params)
     except NotFittedError:
         pass
     else:  # pragma: no cover - reached only by a broken attack
@@ -505,24 +439,13 @@ def check_attack_refuses_unfitted_model(attack, *fit_args):
     assert _fitted_state(unfitted) == {}, sorted(_fitted_state(unfitted))
 
 
-def check_attack_failed_fit_leaves_no_state(attack, *fit_args):
+@_documented(_ATTACK_CHECK)
+def check_attack_failed_fit_leaves_no_state(attack, *fit_args, **fit_params):
     """A failed ``fit`` clears the state of an earlier successful one.
 
     The failing fit gets the same arguments with a NaN in ``X``.
-
-    Parameters
-    ----------
-    attack : estimator instance
-        An unfitted attack whose ``model`` is a fitted private estimator.
-    *fit_args
-        The arguments of the attack's ``fit``, ``X`` first.
-
-    Raises
-    ------
-    AssertionError
-        When the attack breaks the contract.
     """
-    fitted = _with_model(attack, attack.model).fit(*fit_args)
+    fitted = _with_model(attack, attack.model).fit(*fit_args, **fit_params)
     X = fit_args[0]
     bad = X.copy() if isinstance(X, pd.DataFrame) else np.array(X, dtype=float)
     if isinstance(bad, pd.DataFrame):
@@ -530,7 +453,7 @@ def check_attack_failed_fit_leaves_no_state(attack, *fit_args):
     else:
         bad[1, 0] = np.nan
     try:
-        fitted.fit(bad, *fit_args[1:])
+        fitted.fit(bad, *fit_args[1:], **fit_params)
     except ValueError:
         pass
     else:  # pragma: no cover - reached only by a broken attack
@@ -540,7 +463,43 @@ def check_attack_failed_fit_leaves_no_state(attack, *fit_args):
     )
 
 
-def attack_checks(attack, *fit_args):
+_RESULT_METHODS = (
+    "decision_function",
+    "predict",
+    "transform",
+    "score",
+    "get_feature_names_out",
+)
+
+
+@_documented(_ATTACK_CHECK)
+def check_attack_results_leave_attack_unchanged(attack, *fit_args, **fit_params):
+    """No method called after ``fit`` changes the attack: fitted state is fit's.
+
+    Each of ``decision_function``, ``predict``, ``transform``, ``score`` and
+    ``get_feature_names_out`` the attack has is called with its required
+    arguments, taken from the fit's (positionally from ``fit_args``, then by
+    name from ``fit_params``); :func:`joblib.hash` of ``vars(attack)`` must
+    not change.
+    """
+    fitted = _with_model(attack, attack.model).fit(*fit_args, **fit_params)
+    for name in _RESULT_METHODS:
+        method = getattr(fitted, name, None)
+        if method is None:
+            continue
+        required = [
+            p.name
+            for p in inspect.signature(method).parameters.values()
+            if p.default is p.empty and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)
+        ]
+        args = fit_args[: len(required)]
+        kwargs = {key: fit_params[key] for key in required[len(args) :]}
+        before = joblib.hash(vars(fitted))
+        method(*args, **kwargs)
+        assert joblib.hash(vars(fitted)) == before, f"{name} changed the attack"
+
+
+def attack_checks(attack, *fit_args, **fit_params):
     """Yield ``(attack, check)`` pairs of every attack check of this module.
 
     Parameters
@@ -548,9 +507,9 @@ def attack_checks(attack, *fit_args):
     attack : estimator instance
         An unfitted attack whose ``model`` (its first parameter) is a fitted
         private estimator.
-    *fit_args
+    *fit_args, **fit_params
         The arguments of the attack's ``fit``, ``X`` first; each check is
-        called as ``check(attack, *fit_args)``.
+        called as ``check(attack, *fit_args, **fit_params)``.
 
     Yields
     ------
@@ -576,5 +535,6 @@ def attack_checks(attack, *fit_args):
         check_attack_leaves_model_unchanged,
         check_attack_refuses_unfitted_model,
         check_attack_failed_fit_leaves_no_state,
+        check_attack_results_leave_attack_unchanged,
     ):
         yield _with_model(attack, attack.model), check

@@ -112,9 +112,6 @@ def _mlp(activation, hidden=(4, 3), n_classes=2, seed=0):
     return mlp, X, y
 
 
-# -- the derivatives --------------------------------------------------------
-
-
 @pytest.mark.parametrize("activation", list(ACTIVATIONS))
 @pytest.mark.parametrize("layer", [0, 1, -1])
 def test_coefficients_are_finite_differences_of_the_logit(activation, layer):
@@ -165,9 +162,6 @@ def test_inputs_at_given_weights():
     )
 
 
-# -- (a) every label at sigma 0 ---------------------------------------------
-
-
 @pytest.mark.parametrize("activation", ["tanh", "relu"])
 def test_dpsgd_every_label_recovered_without_noise(activation):
     X, y = _data()
@@ -177,7 +171,7 @@ def test_dpsgd_every_label_recovered_without_noise(activation):
         for record in clf.recorded_steps_:
             for layer in layers:
                 attack = GradientLabelAttack(clf, variant=variant, layer=layer)
-                labels = attack.fit(X, record).labels_
+                labels = attack.fit(X, step=record).labels_
                 # batch 8 <= 24 + 1 equations: every label, exactly
                 assert_array_equal(labels, y[record.indices])
                 assert attack.determined_.all()
@@ -194,7 +188,7 @@ def test_dpsgd_poisson_batches_and_logistic_regression():
     attack = GradientLabelAttack(clf, variant="last_hidden")
     n_checked = 0
     for record in clf.recorded_steps_:
-        labels = attack.fit(X, record).labels_
+        labels = attack.fit(X, step=record).labels_
         truth = y[record.indices]
         if record.indices.size <= 6:
             assert_array_equal(labels, truth)
@@ -219,10 +213,10 @@ def test_mlpclassifier_with_hand_computed_gradient(activation):
 
     inputs = gradient_label_inputs(mlp, Xb)
     attack = GradientLabelAttack(variant="last_hidden")
-    labels = attack.recover(inputs.last_hidden, gW1 / n, intercept=gb1 / n)
+    labels = attack.fit_predict(inputs.last_hidden, gradient=gW1 / n, intercept=gb1 / n)
     assert_array_equal(labels, y)
     # the update of plain SGD, Delta W = -lr * gradient
-    labels = attack.recover(
+    labels = attack.fit_predict(
         inputs.last_hidden, update=-0.01 * gW1, intercept=-0.01 * gb1
     )
     assert_array_equal(labels, y)
@@ -230,7 +224,7 @@ def test_mlpclassifier_with_hand_computed_gradient(activation):
 
     general = GradientLabelAttack(variant="general")
     C0 = gradient_label_inputs(mlp, Xb, layer=0).coefficients  # 48 equations
-    labels = general.recover(C0, gradient=np.vstack([gW0, gb0[None]]).ravel())
+    labels = general.fit_predict(C0, gradient=np.vstack([gW0, gb0[None]]).ravel())
     assert_array_equal(labels, y)
 
 
@@ -239,7 +233,9 @@ def test_linear_network_identifies_at_most_its_input_dimension():
     Xb, y = X[:6], np.array([0, 1, 1, 0, 1, 0])
     _, (gW1, gb1) = _reference_gradient(mlp.coefs_, mlp.intercepts_, "identity", Xb, y)
     attack = GradientLabelAttack(variant="last_hidden")
-    attack.recover(gradient_label_inputs(mlp, Xb).last_hidden, gW1, intercept=gb1)
+    attack.fit_predict(
+        gradient_label_inputs(mlp, Xb).last_hidden, gradient=gW1, intercept=gb1
+    )
     assert attack.rank_ == 4
     assert_array_equal(attack.labels_, -1)
 
@@ -250,14 +246,13 @@ def test_solved_coefficients_are_the_residuals():
     Xb, y = X[:7], np.array([1, 0, 0, 1, 1, 0, 1])
     (_, _), (gW1, gb1) = _reference_gradient(mlp.coefs_, mlp.intercepts_, "tanh", Xb, y)
     attack = GradientLabelAttack(variant="last_hidden")
-    attack.recover(gradient_label_inputs(mlp, Xb).last_hidden, gW1, intercept=gb1)
+    attack.fit_predict(
+        gradient_label_inputs(mlp, Xb).last_hidden, gradient=gW1, intercept=gb1
+    )
     assert_allclose(attack.residuals_, mlp.predict_proba(Xb)[:, 1] - y, atol=1e-10)
 
 
-# -- (b) noise drives the attack to chance ------------------------------------
-
-
-def test_accuracy_falls_to_chance_as_noise_grows():
+def test_accuracy_falls_to_chance_as_noise_grows(global_random_seed):
     X, y = _data(n=400, d=6)
     accuracy = {}
     for sigma in [0.0, 0.1, 1.0, 300.0]:
@@ -269,11 +264,12 @@ def test_accuracy_falls_to_chance_as_noise_grows():
             sampling="poisson",
             record=50,
             learning_rate=1e-3,  # keep the weights near the initialisation
+            random_state=global_random_seed,
         )
         attack = GradientLabelAttack(clf, variant="last_hidden")
         hits = []
         for record in clf.recorded_steps_:
-            labels = attack.fit(X, record).labels_
+            labels = attack.fit(X, step=record).labels_
             assert attack.determined_.all()
             hits.append(labels == y[record.indices])
         accuracy[sigma] = np.concatenate(hits).mean()
@@ -286,15 +282,12 @@ def test_accuracy_falls_to_chance_as_noise_grows():
     assert abs(accuracy[300.0] - 0.5) < 3 * 0.5 / np.sqrt(n_labels)
 
 
-# -- (c) undetermined labels ---------------------------------------------------
-
-
 def test_batch_larger_than_the_layer_is_undetermined():
     X, y = _data()
     clf = _dpsgd(X, y, hidden=(4,), batch_size=12, record=3)
     attack = GradientLabelAttack(clf, variant="last_hidden")
     for record in clf.recorded_steps_:
-        labels = attack.fit(X, record).labels_
+        labels = attack.fit(X, step=record).labels_
         # independent: the null space of the 5 x 12 system, generic support
         _, acts, _ = _reference_pass(
             record.coefs, record.intercepts, "tanh", X[record.indices]
@@ -323,7 +316,7 @@ def test_undetermined_examples_in_a_partly_identified_system():
     p = np.array([0.3, 0.8, 0.4, 0.6, 0.5])
     y = np.array([1, 0, 0, 1, 1])
     attack = GradientLabelAttack(variant="general")
-    labels = attack.recover(C, gradient=C.T @ (p - y) / 5)
+    labels = attack.fit_predict(C, gradient=C.T @ (p - y) / 5)
     assert_array_equal(labels, [1, 0, -1, -1, -1])
     assert_array_equal(attack.determined_, [True, True, False, False, False])
     assert attack.rank_ == 3
@@ -347,14 +340,11 @@ def test_dead_relu_unit_leaves_its_examples_undetermined():
             attack = GradientLabelAttack(
                 clf, variant="second_last", neuron=neuron, positive_rate_below_half=True
             )
-            labels = attack.fit(X, record).labels_
+            labels = attack.fit(X, step=record).labels_
             assert_array_equal(labels[~alive], -1)
             assert_array_equal(labels[alive], truth[alive])
             assert_array_equal(attack.determined_, alive)
     assert n_mixed >= 10
-
-
-# -- (d) second-to-last layer with the prior ----------------------------------
 
 
 @pytest.mark.parametrize("hidden", [(12,), (16, 8)])
@@ -377,9 +367,9 @@ def test_second_last_with_the_positive_rate_prior(hidden):
                 )
                 for p in (True, False)
             )
-            assert_array_equal(right.fit(X, record).labels_, truth)
+            assert_array_equal(right.fit(X, step=record).labels_, truth)
             # the wrong prior flips the whole batch
-            assert_array_equal(wrong.fit(X, record).labels_, 1 - truth)
+            assert_array_equal(wrong.fit(X, step=record).labels_, 1 - truth)
     assert n_checked >= 25
 
 
@@ -388,14 +378,11 @@ def test_unknown_sign_tie_is_undetermined():
     attack = GradientLabelAttack(
         variant="input_malicious", positive_rate_below_half=True
     )
-    labels = attack.recover(H, gradient=np.array([0.3, -0.7, 0.4, -0.6]))
+    labels = attack.fit_predict(H, gradient=np.array([0.3, -0.7, 0.4, -0.6]))
     assert_array_equal(labels, -1)
     assert attack.sign_ == 0
-    labels = attack.recover(H, gradient=np.array([0.3, -0.7, 0.4, 0.6]))
+    labels = attack.fit_predict(H, gradient=np.array([0.3, -0.7, 0.4, 0.6]))
     assert_array_equal(labels, [0, 1, 0, 0])
-
-
-# -- (e) the malicious input-layer attack --------------------------------------
 
 
 def test_malicious_input_layer_attack_recovers_every_label():
@@ -422,13 +409,10 @@ def test_malicious_input_layer_attack_recovers_every_label():
         attack = GradientLabelAttack(
             clf, variant="input_malicious", neuron=neuron, positive_rate_below_half=True
         )
-        labels = attack.fit(Xc, first).labels_
+        labels = attack.fit(Xc, step=first).labels_
         assert_array_equal(labels, y[first.indices])
     # later steps moved the weights away from the construction
     assert not np.allclose(clf.recorded_steps_[1].coefs[0], W)
-
-
-# -- (f) bad input -------------------------------------------------------------
 
 
 @pytest.fixture(scope="module")
@@ -441,25 +425,25 @@ def test_gradient_shapes_must_match(fitted):
     clf, X = fitted
     attack = GradientLabelAttack(variant="last_hidden")
     with pytest.raises(ValueError, match="gradient has 4 entries but features has 3"):
-        attack.recover(np.ones((5, 3)), gradient=np.ones(4))
+        attack.fit_predict(np.ones((5, 3)), gradient=np.ones(4))
     with pytest.raises(ValueError, match="must be a vector"):
-        attack.recover(np.ones((5, 3)), gradient=np.ones((3, 2)))
+        attack.fit_predict(np.ones((5, 3)), gradient=np.ones((3, 2)))
     with pytest.raises(ValueError, match="exactly one of gradient and update"):
-        attack.recover(np.ones((5, 3)), gradient=np.ones(3), update=np.ones(3))
+        attack.fit_predict(np.ones((5, 3)), gradient=np.ones(3), update=np.ones(3))
     with pytest.raises(ValueError, match="exactly one of gradient and update"):
-        attack.recover(np.ones((5, 3)))
+        attack.fit_predict(np.ones((5, 3)))
     with pytest.raises(ValueError, match="NaN"):
-        attack.recover(np.ones((5, 3)), gradient=[1.0, np.nan, 0.0])
+        attack.fit_predict(np.ones((5, 3)), gradient=[1.0, np.nan, 0.0])
     attack = GradientLabelAttack(clf, variant="last_hidden")
     step = clf.recorded_steps_[0]
     record = dataclasses.replace(step, grad_coefs=(step.grad_coefs[0], np.ones((5, 1))))
     with pytest.raises(ValueError, match=r"grad_coefs\[1\] has shape \(5, 1\)"):
-        attack.fit(X, record)
+        attack.fit(X, step=record)
     record = dataclasses.replace(step, grad_intercepts=step.grad_intercepts[:1])
     with pytest.raises(ValueError, match="list of 2 arrays"):
-        attack.fit(X, record)
+        attack.fit(X, step=record)
     with pytest.raises(ValueError, match="X has 4 features"):
-        attack.fit(X[:, :4], step)
+        attack.fit(X[:, :4], step=step)
     with pytest.raises(ValueError, match="model takes 5"):
         gradient_label_inputs(clf, X[:, :4])
     with pytest.raises(ValueError, match="coefs\\[0\\] has shape"):
@@ -473,18 +457,18 @@ def test_batch_indices_must_be_rows_of_X(fitted):
     for bad in ([0, 200], [-1, 3]):
         record = dataclasses.replace(step, indices=np.array(bad))
         with pytest.raises(ValueError, match=r"rows outside \[0, 200\)"):
-            attack.fit(X, record)
+            attack.fit(X, step=record)
     record = dataclasses.replace(step, indices=np.array([0.5, 1.0]))
     with pytest.raises(ValueError, match="1-D array of row numbers"):
-        attack.fit(X, record)
+        attack.fit(X, step=record)
     # the dicts of earlier versions, and anything else, are refused
     as_dict = {f.name: getattr(step, f.name) for f in dataclasses.fields(step)}
     with pytest.raises(TypeError, match="must be a RecordedStep"):
-        attack.fit(X, as_dict)
+        attack.fit(X, step=as_dict)
     with pytest.raises(TypeError, match="must be a RecordedStep"):
-        attack.fit(X, [1, 2])
+        attack.fit(X, step=[1, 2])
     empty = dataclasses.replace(step, indices=np.array([], dtype=int))
-    assert attack.fit(X, empty).labels_.shape == (0,)
+    assert attack.fit(X, step=empty).labels_.shape == (0,)
     assert attack.rank_ == 0
 
 
@@ -501,60 +485,59 @@ def test_model_must_be_a_binary_network():
     with pytest.raises(ValueError, match="for binary labels"):
         gradient_label_inputs(multiclass, X)
     with pytest.raises(ValueError, match="for binary labels"):
-        GradientLabelAttack(multiclass).fit(X, multiclass.recorded_steps_[0])
+        GradientLabelAttack(multiclass).fit(X, step=multiclass.recorded_steps_[0])
     with pytest.raises(ValueError, match="for binary labels"):
         gradient_label_inputs(_mlp("tanh", n_classes=3)[0], X[:, :3])
     with pytest.raises(TypeError, match="DPSGDClassifier or a scikit-learn MLP"):
         gradient_label_inputs(LogisticRegression().fit(X, y > 0), X)
     with pytest.raises(TypeError, match="DPSGDClassifier or a scikit-learn MLP"):
         GradientLabelAttack(LogisticRegression().fit(X, y > 0)).fit(
-            X, multiclass.recorded_steps_[0]
+            X, step=multiclass.recorded_steps_[0]
         )
     with pytest.raises(NotFittedError):
         gradient_label_inputs(DPSGDClassifier(), X)
     with pytest.raises(NotFittedError):
-        GradientLabelAttack(DPSGDClassifier()).fit(X, multiclass.recorded_steps_[0])
-    with pytest.raises(ValueError, match=r"use recover\(features, gradient\)"):
-        GradientLabelAttack().fit(X, multiclass.recorded_steps_[0])
+        GradientLabelAttack(DPSGDClassifier()).fit(
+            X, step=multiclass.recorded_steps_[0]
+        )
+    with pytest.raises(ValueError, match=r"use fit_predict\(features, gradient="):
+        GradientLabelAttack().fit(X, step=multiclass.recorded_steps_[0])
 
 
 def test_variant_options_are_checked(fitted):
     clf, X = fitted
     record = clf.recorded_steps_[0]
     with pytest.raises(ValueError, match="positive_rate_below_half=True or False"):
-        GradientLabelAttack(clf, variant="second_last").fit(X, record)
+        GradientLabelAttack(clf, variant="second_last").fit(X, step=record)
     with pytest.raises(ValueError, match="variant"):
-        GradientLabelAttack(variant="penultimate").recover(
+        GradientLabelAttack(variant="penultimate").fit_predict(
             np.eye(2), gradient=np.ones(2)
         )
     with pytest.raises(ValueError, match="needs slopes"):
         GradientLabelAttack(
             variant="second_last", positive_rate_below_half=True
-        ).recover(np.eye(2), gradient=np.ones(2))
+        ).fit_predict(np.eye(2), gradient=np.ones(2))
     with pytest.raises(ValueError, match="only used by variant='second_last'"):
-        GradientLabelAttack(variant="last_hidden").recover(
+        GradientLabelAttack(variant="last_hidden").fit_predict(
             np.eye(2), gradient=np.ones(2), slopes=np.ones(2)
         )
     with pytest.raises(ValueError, match="add the bias derivatives as columns"):
-        GradientLabelAttack().recover(np.eye(2), gradient=np.ones(2), intercept=1.0)
+        GradientLabelAttack().fit_predict(np.eye(2), gradient=np.ones(2), intercept=1.0)
     with pytest.raises(ValueError, match="outside the model's 2 weight layers"):
-        GradientLabelAttack(clf, layer=2).fit(X, record)
+        GradientLabelAttack(clf, layer=2).fit(X, step=record)
     with pytest.raises(ValueError, match="only applies to variant='general'"):
-        GradientLabelAttack(clf, variant="last_hidden", layer=0).fit(X, record)
+        GradientLabelAttack(clf, variant="last_hidden", layer=0).fit(X, step=record)
     with pytest.raises(ValueError, match=r"neuron must be an int in \[0, 6\)"):
         GradientLabelAttack(
             clf, variant="second_last", neuron=6, positive_rate_below_half=True
-        ).fit(X, record)
+        ).fit(X, step=record)
     with pytest.raises(InvalidParameterError, match="neuron"):
-        GradientLabelAttack(clf, variant="second_last", neuron=-1).fit(X, record)
+        GradientLabelAttack(clf, variant="second_last", neuron=-1).fit(X, step=record)
     logistic = _dpsgd(*_data(), hidden=(), record=1)
     with pytest.raises(ValueError, match="the model has none"):
         GradientLabelAttack(
             logistic, variant="input_malicious", positive_rate_below_half=False
-        ).fit(_data()[0], logistic.recorded_steps_[0])
-
-
-# -- (g) the attack contract ----------------------------------------------------
+        ).fit(_data()[0], step=logistic.recorded_steps_[0])
 
 
 def test_released_model_gives_the_same_labels():
@@ -571,9 +554,9 @@ def test_released_model_gives_the_same_labels():
         ("last_hidden", {}),
         ("second_last", {"neuron": 3, "positive_rate_below_half": True}),
     ]:
-        on_fitted = GradientLabelAttack(clf, variant=variant, **extra).fit(X, step)
+        on_fitted = GradientLabelAttack(clf, variant=variant, **extra).fit(X, step=step)
         on_released = GradientLabelAttack(released, variant=variant, **extra).fit(
-            X, step
+            X, step=step
         )
         assert on_fitted.determined_.all()
         assert_array_equal(on_released.labels_, on_fitted.labels_)
@@ -584,19 +567,19 @@ def test_released_model_gives_the_same_labels():
 def test_failed_fit_leaves_no_fitted_state(fitted):
     clf, X = fitted
     attack = GradientLabelAttack(clf, variant="last_hidden")
-    assert attack.fit(X, clf.recorded_steps_[0]) is attack
+    assert attack.fit(X, step=clf.recorded_steps_[0]) is attack
     assert attack.labels_.shape == clf.recorded_steps_[0].indices.shape
     # a step of another model, with other shapes
     other = _dpsgd(*_data(), hidden=(3,), record=1).recorded_steps_[0]
     with pytest.raises(ValueError, match=r"step.coefs\[0\] has shape \(5, 3\)"):
-        attack.fit(X, other)
+        attack.fit(X, step=other)
     for name in ("labels_", "residuals_", "determined_", "rank_", "sign_"):
         assert not hasattr(attack, name)
-    # recover clears state on failure too
-    attack.recover(np.eye(3), gradient=np.ones(3))
+    # fit_predict clears state on failure too
+    attack.fit_predict(np.eye(3), gradient=np.ones(3))
     assert hasattr(attack, "labels_")
     with pytest.raises(ValueError, match="exactly one of gradient and update"):
-        attack.recover(np.eye(3))
+        attack.fit_predict(np.eye(3))
     assert not hasattr(attack, "labels_")
 
 
@@ -612,3 +595,20 @@ def test_recorded_step_is_frozen(fitted):
         step.indices[0] = 0
     # the arrays are copies: training on did not move the recorded weights
     assert not np.array_equal(step.coefs[0], clf.coefs_[0])
+
+
+def test_positional_step_and_recover_are_deprecated(fitted):
+    clf, X = fitted
+    step = clf.recorded_steps_[0]
+    attack = GradientLabelAttack(clf, variant="last_hidden")
+    labels = attack.fit_predict(X, step=step)
+    assert attack.model_ is clf
+    with pytest.warns(FutureWarning, match="step"):
+        assert_array_equal(attack.fit(X, step).labels_, labels)
+    H = np.random.default_rng(0).normal(size=(5, 3))
+    raw = GradientLabelAttack(variant="last_hidden")
+    expected = raw.fit_predict(H, gradient=np.array([0.3, -0.7, 0.4]))
+    with pytest.warns(FutureWarning, match="recover"):
+        assert_array_equal(raw.recover(H, np.array([0.3, -0.7, 0.4])), expected)
+    with pytest.raises(ValueError, match="not both"):
+        attack.fit(X, step=step, gradient=np.ones(3))

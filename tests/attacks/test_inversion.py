@@ -37,12 +37,9 @@ def _problem(loss, n=40, levels=3, seed=0):
 
 
 def _model(loss, **params):
-    cls = (
-        OutputPerturbedLinearRegression
-        if loss == "squared"
-        else (OutputPerturbedLogisticRegression)
-    )
-    return cls(lam=LAM, **params)
+    if loss == "squared":
+        return OutputPerturbedLinearRegression(lam=LAM, **params)
+    return OutputPerturbedLogisticRegression(lam=LAM, **params)
 
 
 def _refit_distances(X, y, loss, model, cols, candidates, **fit_params):
@@ -298,9 +295,6 @@ def test_failed_fit_leaves_no_state():
     assert [name for name in vars(attack) if name not in params] == []
 
 
-# -- example weights -------------------------------------------------------
-
-
 def _weights(n, seed=0):
     """Non-uniform positive example weights."""
     return np.random.default_rng(seed).uniform(0.2, 3.0, n)
@@ -450,3 +444,21 @@ def test_white_box_attacks_irfil_with_its_weights(Model):
     weights = exact.privacy_report_["weight"].to_numpy()
     attack = WhiteBoxAttributeInversion(exact, attribute=3)
     assert attack.fit(X, y, sample_weight=weights).score(X) == 1.0
+
+
+def test_white_box_positional_sample_weight_is_deprecated_and_fit_counts_steps():
+    X, y = _problem("logistic")
+    model = _model("logistic", sigma=0.1, random_state=0).fit(X, y)
+    omega = np.ones(len(y))
+    new = WhiteBoxAttributeInversion(model, attribute=3)
+    new.fit(X, y, sample_weight=omega)
+    assert new.n_iter_ >= 1  # fitted state: set by fit, not by the verb
+    with pytest.warns(FutureWarning, match="sample_weight"):
+        old = WhiteBoxAttributeInversion(model, attribute=3).fit(X, y, omega)
+    assert_array_equal(old.transform(X), new.transform(X))
+    # rows other than fit's are solved afresh, the fitted state left as it was
+    other = X.copy()
+    other[:, 0] += 0.5
+    n_iter = new.n_iter_
+    assert not np.array_equal(new.decision_function(other), new.decision_function(X))
+    assert new.n_iter_ == n_iter

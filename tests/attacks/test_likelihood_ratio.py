@@ -97,7 +97,7 @@ def test_leave_one_out_minimisers_match_refits():
         assert_allclose(attack.leave_one_out_[i], w_i, rtol=1e-9, atol=1e-12)
 
 
-def test_empirical_tpr_matches_analytic_over_many_releases():
+def test_empirical_tpr_matches_analytic_over_many_releases(global_random_seed):
     # releases drawn around w* (member) and around w_-i (non-member, from an
     # independent refit): the attack's rates at 1 % FPR must be the analytic
     # ones within Monte-Carlo error, for examples of small and large Delta_i
@@ -108,7 +108,7 @@ def test_empirical_tpr_matches_analytic_over_many_releases():
     examples = [int(np.argmin(ratio)), int(np.argsort(ratio)[len(ratio) // 2])]
     examples.append(int(np.argmax(ratio)))
     assert ratio[examples[-1]] > 2 * ratio[examples[0]]
-    rng = np.random.default_rng(0)
+    rng = np.random.default_rng(global_random_seed)
     m = 20_000
     w_star = attack.minimiser_
     member = attack.predict(w_star + sigma * rng.standard_normal((m, w_star.size)))
@@ -125,7 +125,8 @@ def test_empirical_tpr_matches_analytic_over_many_releases():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", category=UserWarning)
         for k in range(fits):
-            fitted = clone.set_params(random_state=1000 + k).fit(X, y)
+            seed = 1000 + fits * global_random_seed + k
+            fitted = clone.set_params(random_state=seed).fit(X, y)
             released[k] = np.append(fitted.coef_, fitted.intercept_)
     hits = attack.predict(released).sum(axis=0)
     assert np.all(_within_binomial(hits[examples], fits, attack.tpr_[examples]))
@@ -174,7 +175,9 @@ def test_dataframe_index_and_weighted_model():
         weighted.fit(frame, y, sample_weight=weights)
     with pytest.raises(ValueError, match="sample weights"):
         LikelihoodRatioMembershipInference(weighted).fit(frame, y)
-    attack = LikelihoodRatioMembershipInference(weighted).fit(frame, y, weights)
+    attack = LikelihoodRatioMembershipInference(weighted).fit(
+        frame, y, sample_weight=weights
+    )
     assert attack.report_.index.equals(frame.index)
     assert_allclose(
         attack.report_["loo_sensitivity"].to_numpy(),
@@ -191,3 +194,20 @@ def test_refuses_irfil_and_other_models():
     with pytest.raises(ValueError, match="weight vectors of length"):
         model = OutputPerturbedLinearRegression(lam=0.1).fit(X, y)
         LikelihoodRatioMembershipInference(model).fit(X, y).decision_function([1.0])
+
+
+def test_deprecated_positional_sample_weight_and_released_keyword():
+    model, X, y = _logistic_problem()
+    ones = np.ones(len(y))
+    attack = LikelihoodRatioMembershipInference(model).fit(X, y, sample_weight=ones)
+    with pytest.warns(FutureWarning, match="sample_weight"):
+        old = LikelihoodRatioMembershipInference(model).fit(X, y, ones)
+    assert_array_equal(old.tpr_, attack.tpr_)
+    release = model.release()
+    # X=None tests the attacked release
+    assert_array_equal(attack.decision_function(), attack.decision_function(release))
+    with pytest.warns(FutureWarning, match="released"):
+        z = attack.decision_function(released=release)
+    assert_array_equal(z, attack.decision_function(release))
+    with pytest.warns(FutureWarning, match="released"):
+        assert_array_equal(attack.predict(released=release), attack.predict())

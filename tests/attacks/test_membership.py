@@ -26,9 +26,17 @@ from sklearn_fil.attacks import LossThresholdMembershipInference, attack_report
 from sklearn_fil.attacks._membership import (
     _best_threshold,
     _implied_epsilon,
-    _max_advantage,
     _tpr_at_fpr,
 )
+
+
+def _max_advantage(epsilon, delta):
+    """Largest membership advantage of an (epsilon, delta)-DP mechanism.
+
+    ``(e^epsilon - 1 + 2 delta) / (e^epsilon + 1)``, written as ``1 - 2 (1 -
+    delta) / (e^epsilon + 1)`` so that ``epsilon = inf`` gives 1.
+    """
+    return min(1.0, 1.0 - 2.0 * (1.0 - delta) / (math.exp(min(epsilon, 700.0)) + 1.0))
 
 
 def _halves(membership, test_size=0.5, random_state=0):
@@ -53,13 +61,22 @@ def _brute_force_threshold(loss, member):
     return float(best_t), best_adv
 
 
+def _null_attack(seed, n):
+    """The attack on ``n`` rows a model never saw, half of them called members."""
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(400 + n, 4))
+    y = (X @ np.array([1.0, -1.0, 0.5, 0.0]) + rng.logistic(size=400 + n) > 0) * 1
+    model = LogisticRegression().fit(X[:400], y[:400])
+    member = rng.permutation(n) < n // 2
+    return LossThresholdMembershipInference(model, random_state=0).fit(
+        X[400:], y[400:], membership=member
+    )
+
+
 def _random_labels(n, d, seed):
     """Gaussian features with labels independent of them."""
     rng = np.random.default_rng(seed)
     return rng.normal(size=(n, d)), rng.integers(0, 2, size=n)
-
-
-# -- threshold choice --------------------------------------------------------
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
@@ -75,7 +92,7 @@ def test_threshold_is_the_brute_force_optimum(seed, ties):
     X = np.zeros((n, 1))
     model = DummyRegressor(strategy="constant", constant=0.0).fit(X, y)
     attack = LossThresholdMembershipInference(model, random_state=seed)
-    attack.fit(X, y, member)
+    attack.fit(X, y, membership=member)
 
     first, held = _halves(member, random_state=seed)
     loss = y**2
@@ -116,7 +133,7 @@ def test_user_threshold_is_used_and_split_still_holds_out():
     model = DummyRegressor(strategy="constant", constant=0.0).fit(X, y)
     attack = LossThresholdMembershipInference(
         model, threshold=0.5, test_size=0.25, random_state=1
-    ).fit(X, y, member)
+    ).fit(X, y, membership=member)
     _, held = _halves(member, test_size=0.25, random_state=1)
     assert held.size == 20
     assert attack.threshold_ == 0.5
@@ -127,18 +144,17 @@ def test_user_threshold_is_used_and_split_still_holds_out():
     assert attack.report_.loc["all", "n_nonmembers"] == 10
 
 
-# -- attacks on real models --------------------------------------------------
-
-
-def test_overfitted_tree_has_large_advantage():
+def test_overfitted_tree_has_large_advantage(global_random_seed):
     # Random labels and a fully grown tree: every member sits in a pure leaf
     # (loss 0, TPR = 1); a non-member has loss 0 exactly when the tree's label
     # matches its independent random label, probability 1/2. So the advantage
     # is 1 - 1/2 with a standard error sqrt(0.25 / 100) = 0.05 for the FPR.
-    X, y = _random_labels(400, 5, seed=0)
+    X, y = _random_labels(400, 5, seed=global_random_seed)
     member = np.arange(400) < 200
     model = DecisionTreeClassifier(random_state=0).fit(X[member], y[member])
-    attack = LossThresholdMembershipInference(model, random_state=0).fit(X, y, member)
+    attack = LossThresholdMembershipInference(model, random_state=0).fit(
+        X, y, membership=member
+    )
     assert attack.tpr_ == 1.0
     assert attack.advantage_ > 0.3
     assert abs(attack.advantage_ - 0.5) <= 3 * 0.05
@@ -150,23 +166,17 @@ def test_overfitted_tree_has_large_advantage():
     assert_array_equal(attack.predict(X, y), (-expected <= attack.threshold_) * 1)
 
 
-def test_data_independent_model_has_no_advantage():
+def test_data_independent_model_has_no_advantage(global_random_seed):
     # The model never saw the "members": their loss has the same law as the
     # non-members'. With a threshold fixed on the first half, the held-out
     # advantage has mean 0 and standard error <= sqrt(0.25 (1/200 + 1/200)).
-    rng = np.random.default_rng(1)
-    X = rng.normal(size=(1200, 4))
-    y = (X @ np.array([1.0, -1.0, 0.5, 0.0]) + rng.logistic(size=1200) > 0) * 1
-    model = LogisticRegression().fit(X[:400], y[:400])
-    X, y = X[400:], y[400:]
-    member = rng.permutation(800) < 400
-    attack = LossThresholdMembershipInference(model, random_state=0).fit(X, y, member)
+    attack = _null_attack(global_random_seed, 800)
     se = math.sqrt(0.25 * (1 / 200 + 1 / 200))
     assert abs(attack.advantage_) <= 3 * se
 
 
-def test_dp_model_advantage_within_the_dp_bound():
-    rng = np.random.default_rng(2)
+def test_dp_model_advantage_within_the_dp_bound(global_random_seed):
+    rng = np.random.default_rng(global_random_seed)
     n = 400
     X = rng.normal(size=(n, 3))
     y = (X[:, 0] + 0.5 * rng.normal(size=n) > 0) * 1
@@ -179,7 +189,7 @@ def test_dp_model_advantage_within_the_dp_bound():
     assert epsilon is not None and delta is not None
     assert 0.5 < epsilon < 5.0  # the bound below is informative
     attack = LossThresholdMembershipInference(model, delta=delta, random_state=0)
-    attack.fit(X, y, member)
+    attack.fit(X, y, membership=member)
     report = attack.report_.loc["all"]
     n_m, n_nm = report["n_members"], report["n_nonmembers"]
     tpr, fpr = attack.tpr_, attack.fpr_
@@ -201,7 +211,7 @@ def test_epsilon_ci_matches_scipy_exact_intervals():
     )
     delta = 0.01
     attack = LossThresholdMembershipInference(model, delta=delta, random_state=0)
-    attack.fit(X, y, member)
+    attack.fit(X, y, membership=member)
     row = attack.report_.loc["all"]
     n_m, n_nm = int(row["n_members"]), int(row["n_nonmembers"])
     tp, fp = round(attack.tpr_ * n_m), round(attack.fpr_ * n_nm)
@@ -227,7 +237,9 @@ def test_regressor_squared_error_and_perfect_attack_ci():
     y = rng.normal(size=200)
     member = np.arange(200) < 100
     model = KNeighborsRegressor(n_neighbors=1).fit(X[member], y[member])
-    attack = LossThresholdMembershipInference(model, random_state=0).fit(X, y, member)
+    attack = LossThresholdMembershipInference(model, random_state=0).fit(
+        X, y, membership=member
+    )
     assert attack.threshold_ == 0.0
     assert (attack.tpr_, attack.fpr_, attack.advantage_) == (1.0, 0.0, 1.0)
     assert attack.epsilon_lower_bound_ == math.inf
@@ -247,7 +259,7 @@ def test_report_groups_are_the_held_out_rows_of_each_group():
         X[member], y[member]
     )
     attack = LossThresholdMembershipInference(model, random_state=2)
-    attack.fit(X, y, member, groups=groups)
+    attack.fit(X, y, membership=member, groups=groups)
     report = attack.report_
     assert list(report.index) == ["all", "a", "b", "c"]
     assert report.index.name == "group"
@@ -271,11 +283,8 @@ def test_frozen_model_survives_clone():
     member = np.arange(100) < 50
     model = DecisionTreeClassifier(random_state=0).fit(X[member], y[member])
     attack = LossThresholdMembershipInference(FrozenEstimator(model), random_state=0)
-    fitted = clone(attack).fit(X, y, member)
+    fitted = clone(attack).fit(X, y, membership=member)
     assert fitted.tpr_ == 1.0
-
-
-# -- ROC curve, AUC and TPR at low FPR -----------------------------------------
 
 
 def _pair_count_auc(loss, member):
@@ -311,7 +320,9 @@ def _losses_attack(loss_values, member, **params):
     y = np.sqrt(loss_values)
     X = np.zeros((y.size, 1))
     model = DummyRegressor(strategy="constant", constant=0.0).fit(X, y)
-    attack = LossThresholdMembershipInference(model, **params).fit(X, y, member)
+    attack = LossThresholdMembershipInference(model, **params).fit(
+        X, y, membership=member
+    )
     return attack, X, y
 
 
@@ -384,7 +395,7 @@ def test_report_auc_per_group_and_nan_without_both_classes():
     groups = rng.choice(["a", "b"], size=n).astype(object)
     groups[member & (rng.random(n) < 0.1)] = "only members"
     attack, X, y = _losses_attack(loss, member, random_state=3)
-    attack.fit(X, y, member, groups=groups)
+    attack.fit(X, y, membership=member, groups=groups)
     report = attack.report_
     assert report.columns[-1] == "auc"
     _, held = _halves(member, random_state=3)
@@ -397,18 +408,18 @@ def test_report_auc_per_group_and_nan_without_both_classes():
     assert report.loc["all", "auc"] == attack.auc_
 
 
-def test_overfitted_tree_auc_is_three_quarters():
+def test_overfitted_tree_auc_is_three_quarters(global_random_seed):
     # As in test_overfitted_tree_has_large_advantage: members have loss 0, a
     # non-member loss 0 with probability 1/2 (a tie, counting 1/2) and a huge
     # loss otherwise, so AUC = 1/2 + 1/2 * 1/2 with standard error 0.025.
     # Every member ties with about half the non-members: no threshold has a
     # TPR above 0 at an FPR of 1%, whatever the AUC.
-    X, y = _random_labels(400, 5, seed=0)
+    X, y = _random_labels(400, 5, seed=global_random_seed)
     member = np.arange(400) < 200
     model = DecisionTreeClassifier(random_state=0).fit(X[member], y[member])
     attack = LossThresholdMembershipInference(
         model, fpr_levels=[0.01, 0.9], random_state=0
-    ).fit(X, y, member)
+    ).fit(X, y, membership=member)
     assert attack.auc_ > 0.65
     assert abs(attack.auc_ - 0.75) <= 3 * 0.025
     assert attack.tpr_at_fpr_[0.01] == 0.0
@@ -423,23 +434,16 @@ def test_memorising_regressor_has_auc_one():
     model = KNeighborsRegressor(n_neighbors=1).fit(X[member], y[member])
     attack = LossThresholdMembershipInference(
         model, fpr_levels=[0.02, 0.5], random_state=0
-    ).fit(X, y, member)
+    ).fit(X, y, membership=member)
     assert attack.auc_ == 1.0
     assert_array_equal(attack.tpr_at_fpr_, [1.0, 1.0])
 
 
-@pytest.mark.parametrize("seed", [1, 2, 3])
-def test_data_independent_model_auc_is_chance(seed):
+def test_data_independent_model_auc_is_chance(global_random_seed):
     # The model never saw the "members". Under that null hypothesis the AUC
     # (continuous scores) has mean 1/2 and variance (m + n + 1) / (12 m n)
     # (Hanley & McNeil, 1982); a 4-sigma band fails with probability 6e-5.
-    rng = np.random.default_rng(seed)
-    X = rng.normal(size=(1400, 4))
-    y = (X @ np.array([1.0, -1.0, 0.5, 0.0]) + rng.logistic(size=1400) > 0) * 1
-    model = LogisticRegression().fit(X[:400], y[:400])
-    X, y = X[400:], y[400:]
-    member = rng.permutation(1000) < 500
-    attack = LossThresholdMembershipInference(model, random_state=0).fit(X, y, member)
+    attack = _null_attack(global_random_seed, 1000)
     m = n = 250
     se = math.sqrt((m + n + 1) / (12 * m * n))
     assert abs(attack.auc_ - 0.5) <= 4 * se
@@ -449,7 +453,9 @@ def test_uniform_dummy_ties_everything_at_auc_one_half():
     X, y = _random_labels(100, 2, seed=15)
     member = np.arange(100) < 50
     model = DummyClassifier(strategy="uniform").fit(X[member], y[member])
-    attack = LossThresholdMembershipInference(model, random_state=0).fit(X, y, member)
+    attack = LossThresholdMembershipInference(model, random_state=0).fit(
+        X, y, membership=member
+    )
     assert attack.auc_ == 0.5
     assert attack.roc_[["fpr", "tpr"]].to_numpy().tolist() == [[0, 0], [1, 1]]
 
@@ -469,14 +475,13 @@ def test_uniform_dummy_ties_everything_at_auc_one_half():
 def test_bad_fpr_levels_raise_and_leave_no_state(fitted_tree, fpr_levels, match):
     model, X, y = fitted_tree
     member = np.arange(60) < 30
-    attack = LossThresholdMembershipInference(model, random_state=0).fit(X, y, member)
+    attack = LossThresholdMembershipInference(model, random_state=0).fit(
+        X, y, membership=member
+    )
     attack.set_params(fpr_levels=fpr_levels)
     with pytest.raises(ValueError, match=match):
-        attack.fit(X, y, member)
+        attack.fit(X, y, membership=member)
     assert not any(k.endswith("_") for k in vars(attack))
-
-
-# -- epsilon conversions -------------------------------------------------------
 
 
 @pytest.mark.parametrize(
@@ -538,9 +543,6 @@ def test_conversions_are_monotone():
         assert (np.diff(adv) > 0).all()
 
 
-# -- bad input ---------------------------------------------------------------
-
-
 @pytest.fixture
 def fitted_tree():
     X, y = _random_labels(60, 2, seed=8)
@@ -553,24 +555,24 @@ def test_bad_membership_raises(fitted_tree):
     attack = LossThresholdMembershipInference(model, random_state=0)
     member = np.arange(60) < 30
     with pytest.raises(ValueError, match="inconsistent numbers of samples"):
-        attack.fit(X, y, member[:-1])
+        attack.fit(X, y, membership=member[:-1])
     with pytest.raises(ValueError, match="at least 2 members and 2 non-members"):
-        attack.fit(X, y, np.ones(60, dtype=bool))
+        attack.fit(X, y, membership=np.ones(60, dtype=bool))
     with pytest.raises(ValueError, match="0/1"):
-        attack.fit(X, y, member * 2)
+        attack.fit(X, y, membership=member * 2)
     with pytest.raises(ValueError, match="held-out half of the split has only"):
         # 58 members, 2 non-members: a 2-row held-out half gets no non-member
         LossThresholdMembershipInference(model, test_size=2).fit(
-            X, y, np.arange(60) >= 2
+            X, y, membership=np.arange(60) >= 2
         )
     with pytest.raises(ValueError, match='"all"'):
-        attack.fit(X, y, member, groups=np.where(member, "all", "b"))
+        attack.fit(X, y, membership=member, groups=np.where(member, "all", "b"))
     with pytest.raises(ValueError, match="not classes of the model"):
-        attack.fit(X, y + 5, member)
+        attack.fit(X, y + 5, membership=member)
     with pytest.raises(ValueError, match="delta"):
-        LossThresholdMembershipInference(model, delta=1.0).fit(X, y, member)
+        LossThresholdMembershipInference(model, delta=1.0).fit(X, y, membership=member)
     with pytest.raises(ValueError, match="both members and non-members"):
-        attack.fit(X, y, member).score(X, y, np.zeros(60))
+        attack.fit(X, y, membership=member).score(X, y, np.zeros(60))
 
 
 def test_bad_model_raises(fitted_tree):
@@ -578,17 +580,16 @@ def test_bad_model_raises(fitted_tree):
     member = np.arange(60) < 30
     scaler = StandardScaler().fit(X)
     with pytest.raises(TypeError, match=r"predict_proba.*predict"):
-        LossThresholdMembershipInference(scaler).fit(X, y, member)
+        LossThresholdMembershipInference(scaler).fit(X, y, membership=member)
     svc = SVC().fit(X, y)  # a classifier without predict_proba
     with pytest.raises(TypeError, match="predict_proba"):
-        LossThresholdMembershipInference(svc).fit(X, y, member)
+        LossThresholdMembershipInference(svc).fit(X, y, membership=member)
     with pytest.raises(NotFittedError):
-        LossThresholdMembershipInference(DecisionTreeClassifier()).fit(X, y, member)
+        LossThresholdMembershipInference(DecisionTreeClassifier()).fit(
+            X, y, membership=member
+        )
     with pytest.raises(NotFittedError):
         LossThresholdMembershipInference(fitted_tree[0]).predict(X, y)
-
-
-# -- attack_report -----------------------------------------------------------
 
 
 def test_attack_report_bins_are_equal_count_and_ordered():
@@ -686,3 +687,19 @@ def test_attack_report_bad_input_raises():
         attack_report(fil, success, groups=["all"] * 10)
     with pytest.raises(TypeError, match="real numbers"):
         attack_report(["a"] * 10, success)
+
+
+def test_positional_membership_and_groups_are_deprecated():
+    X, y = _random_labels(80, 3, seed=0)
+    member = np.arange(80) < 40
+    groups = np.arange(80) % 2
+    model = DecisionTreeClassifier(random_state=0).fit(X[member], y[member])
+    new = LossThresholdMembershipInference(model, random_state=0)
+    new.fit(X, y, membership=member, groups=groups)
+    old = LossThresholdMembershipInference(model, random_state=0)
+    with pytest.warns(FutureWarning, match="membership, groups"):
+        old.fit(X, y, member, groups)
+    pd.testing.assert_frame_equal(old.report_, new.report_)
+    assert new.model_ is model
+    with pytest.raises(ValueError, match="requires membership"):
+        LossThresholdMembershipInference(model).fit(X, y)

@@ -187,7 +187,7 @@ def test_loss_threshold_on_a_pipeline_with_raw_rows(compas_pipeline):
     known = np.all([X[c].isin(X_train[c]) for c in CATEGORICAL], axis=0)
     X, y, member = X[known], y[known], member[known]
     attack = LossThresholdMembershipInference(pipe, random_state=0)
-    attack.fit(X, y, member)
+    attack.fit(X, y, membership=member)
     proba = pipe.predict_proba(X)[np.arange(len(y)), y]
     np.testing.assert_allclose(attack.decision_function(X, y), np.log(proba))
     assert attack.baseline_["auc"] == 0.5 and attack.baseline_["advantage"] == 0.0

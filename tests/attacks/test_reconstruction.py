@@ -401,9 +401,6 @@ def test_bad_input():
         GLMReconstructionAttack(named).fit(pd.DataFrame(X, columns=["a", "b", "d"]), y)
 
 
-# -- example weights -------------------------------------------------------
-
-
 def _sample_weights(n, seed=0):
     return np.random.default_rng(seed).uniform(0.2, 3.0, n)
 
@@ -456,7 +453,9 @@ def test_weighted_target_matches_weighted_refitting(loss, fit_intercept):
     mse = attack.reconstruction_mse(X)
     assert np.max(mse) < 1e-8 * np.mean(Xc**2)
     # the unweighted attack misses the rows
-    wrong = GLMReconstructionAttack(model.release()).fit(X, y, np.ones(len(X)))
+    wrong = GLMReconstructionAttack(model.release()).fit(
+        X, y, sample_weight=np.ones(len(X))
+    )
     assert np.max(wrong.reconstruction_mse(X)) > 1e-3 * np.mean(Xc**2)
 
     if fit_intercept:
@@ -556,3 +555,15 @@ def test_noise_free_limit_with_onehot_groups_and_clipping():
     assert 0 < model.n_clipped_ < n
     attack = GLMReconstructionAttack(model.release()).fit(X, y)
     np.testing.assert_allclose(attack.transform(X), Xc, rtol=0, atol=1e-4)
+
+
+def test_positional_sample_weight_is_deprecated():
+    X, y, Model = _problem("squared")
+    model = _model(Model, sigma=0.1, fit_intercept=True).fit(X, y)
+    omega = np.ones(len(y))
+    new = GLMReconstructionAttack(model).fit(X, y, sample_weight=omega)
+    with pytest.warns(FutureWarning, match="sample_weight"):
+        old = GLMReconstructionAttack(model).fit(X, y, omega)
+    np.testing.assert_array_equal(old.transform(X), new.transform(X))
+    with pytest.raises(ValueError, match="requires y"):
+        GLMReconstructionAttack(model).fit(X)

@@ -39,8 +39,8 @@ def test_henze_zirkler_statistic_matches_its_definition():
     assert 0 < p_value < 1
 
 
-def test_henze_zirkler_size_and_power():
-    rng = np.random.default_rng(1)
+def test_henze_zirkler_size_and_power(global_random_seed):
+    rng = np.random.default_rng(global_random_seed)
     gaussian = [
         _diagnostics.henze_zirkler(rng.normal(size=(100, 4)))[1] for _ in range(200)
     ]
@@ -72,13 +72,17 @@ def test_henze_zirkler_subsets_cover_many_weights():
     assert 0 < p_value <= 1
 
 
-def test_laplace_anderson_darling_matches_scipy():
-    rng = np.random.default_rng(4)
+def test_laplace_anderson_darling_matches_scipy(global_random_seed):
+    rng = np.random.default_rng(global_random_seed)
     R = np.c_[rng.laplace(size=50), rng.normal(size=50), rng.standard_t(2, size=50)]
     statistic, p_value = _diagnostics.laplace_anderson_darling(R, rng, n_null=4999)
     for j in range(R.shape[1]):
         ref = stats.goodness_of_fit(
-            stats.laplace, R[:, j], statistic="ad", n_mc_samples=4999, rng=j
+            stats.laplace,
+            R[:, j],
+            statistic="ad",
+            n_mc_samples=4999,
+            rng=np.random.default_rng([global_random_seed, j]),
         )
         assert statistic[j] == pytest.approx(ref.statistic, rel=1e-10)
         # Two Monte-Carlo p-values of 4999 draws each: within 5 SE.
@@ -86,8 +90,8 @@ def test_laplace_anderson_darling_matches_scipy():
         assert abs(p_value[j] - ref.pvalue) < 5 * se
 
 
-def test_laplace_anderson_darling_rejects_uniform_weights():
-    rng = np.random.default_rng(5)
+def test_laplace_anderson_darling_rejects_uniform_weights(global_random_seed):
+    rng = np.random.default_rng(global_random_seed)
     _, p_value = _diagnostics.laplace_anderson_darling(rng.uniform(size=(400, 3)), rng)
     assert (p_value < 1e-3).all()
     constant = _diagnostics.laplace_anderson_darling(np.ones((10, 2)), rng)[1]
@@ -95,13 +99,15 @@ def test_laplace_anderson_darling_rejects_uniform_weights():
 
 
 @pytest.mark.parametrize("alpha", [1.0, 1.5, 2.0])
-def test_tail_index_recovers_stable_alpha(alpha):
-    samples = stats.levy_stable.rvs(alpha, 0.0, size=(10000, 2), random_state=6)
+def test_tail_index_recovers_stable_alpha(alpha, global_random_seed):
+    samples = stats.levy_stable.rvs(
+        alpha, 0.0, size=(10000, 2), random_state=global_random_seed
+    )
     assert _diagnostics.tail_index(samples) == pytest.approx(alpha, rel=0.1)
 
 
-def test_shapiro_wilk_per_weight():
-    rng = np.random.default_rng(7)
+def test_shapiro_wilk_per_weight(global_random_seed):
+    rng = np.random.default_rng(global_random_seed)
     R = np.c_[rng.normal(size=200), rng.exponential(size=200), np.zeros(200)]
     p_value = _diagnostics.shapiro_wilk(R)
     assert p_value[0] == pytest.approx(stats.shapiro(R[:, 0]).pvalue)

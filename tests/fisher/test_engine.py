@@ -420,18 +420,17 @@ def test_parallel_segments_give_the_one_pass_report(monkeypatch, loss):
     import numba
     from threadpoolctl import threadpool_info
 
-    from sklearn_fil import _glm
-    from sklearn_fil.fisher import _engine
+    from sklearn_fil import _threads
 
     before = [info["num_threads"] for info in threadpool_info()]
     numba_before = numba.get_num_threads()
     problem = _invariance_problem(loss)
     groups = np.arange(problem["X"].shape[0]) % 3
     res = run_engine(problem, groups=groups)
-    monkeypatch.setattr(_glm, "_SEGMENT_ROWS", 11)
-    monkeypatch.setattr(_glm, "pass_threads", lambda: 2)
+    monkeypatch.setattr(_threads, "_SEGMENT_ROWS", 11)
+    monkeypatch.setattr(_threads, "pass_threads", lambda: 2)
     width = 2 * problem["X"].shape[1] + 1  # about the GEMM's columns
-    monkeypatch.setattr(_engine, "_BLOCK_BYTES", 8 * width * 4)
+    monkeypatch.setattr(_threads, "CACHE_BYTES", 8 * width * 4)
     assert_reports_close(run_engine(problem, groups=groups), res, rtol=1e-12)
     assert [info["num_threads"] for info in threadpool_info()] == before
     assert numba.get_num_threads() == numba_before

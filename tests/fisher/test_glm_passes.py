@@ -14,7 +14,7 @@ import pytest
 from numpy.testing import assert_allclose
 from threadpoolctl import threadpool_info
 
-from sklearn_fil import _glm
+from sklearn_fil import _glm, _threads
 
 
 def _blas_threads():
@@ -27,9 +27,9 @@ def _blas_threads():
 def test_weighted_grams_in_blocks_equal_the_plain_products(monkeypatch, has_intercept):
     # blocks of 7 rows in segments of 25 (both with a short last one): every
     # row once, scaled once per weight vector, on strided rows too
-    monkeypatch.setattr(_glm, "_GRAM_BLOCK_BYTES", 8 * 7 * 3)
-    monkeypatch.setattr(_glm, "_GRAM_MIN_ROWS", 7)
-    monkeypatch.setattr(_glm, "_SEGMENT_ROWS", 25)
+    monkeypatch.setattr(_threads, "_GRAM_BLOCK_BYTES", 8 * 7 * 3)
+    monkeypatch.setattr(_threads, "_GRAM_MIN_ROWS", 7)
+    monkeypatch.setattr(_threads, "_SEGMENT_ROWS", 25)
     rng = np.random.default_rng(0)
     X = rng.standard_normal((120, 3))
     weights = [rng.uniform(0.0, 2.0, 60), np.ones(60), rng.uniform(0.0, 1.0, 60)]
@@ -46,22 +46,22 @@ def test_weighted_grams_in_blocks_equal_the_plain_products(monkeypatch, has_inte
 
 def test_row_parallel_results_do_not_depend_on_the_threads(monkeypatch):
     # segments summed in order: one thread and two give the same bits
-    monkeypatch.setattr(_glm, "_SEGMENT_ROWS", 1000)
+    monkeypatch.setattr(_threads, "_SEGMENT_ROWS", 1000)
     rng = np.random.default_rng(2)
     X = rng.standard_normal((10_500, 30)) * np.logspace(-3, 3, 30)
     w = rng.uniform(0.0, 3.0, 10_500)
     seen = []
-    real = _glm.ThreadPoolExecutor
+    real = _threads.ThreadPoolExecutor
 
     def spy(n_threads, **kwargs):
         seen.append(n_threads)
         return real(n_threads, **kwargs)
 
-    monkeypatch.setattr(_glm, "ThreadPoolExecutor", spy)
-    monkeypatch.setattr(_glm, "pass_threads", lambda: 1)
+    monkeypatch.setattr(_threads, "ThreadPoolExecutor", spy)
+    monkeypatch.setattr(_threads, "pass_threads", lambda: 1)
     one = _glm.weighted_grams(X, [w, np.ones(10_500)], True)
     assert seen == []  # one thread: no pool
-    monkeypatch.setattr(_glm, "pass_threads", lambda: 2)
+    monkeypatch.setattr(_threads, "pass_threads", lambda: 2)
     two = _glm.weighted_grams(X, [w, np.ones(10_500)], True)
     assert seen == [2]
     for a, b in zip(one, two, strict=True):
@@ -91,8 +91,8 @@ def test_the_kept_margin_follows_the_weights():
 def test_gradient_in_one_read_equals_two_passes(monkeypatch, n_threads, has_intercept):
     # segments of 9 rows (a short last one) on one or two threads: the
     # gradient at new weights, and the margins it keeps for the objective
-    monkeypatch.setattr(_glm, "_SEGMENT_ROWS", 9)
-    monkeypatch.setattr(_glm, "pass_threads", lambda: n_threads)
+    monkeypatch.setattr(_threads, "_SEGMENT_ROWS", 9)
+    monkeypatch.setattr(_threads, "pass_threads", lambda: n_threads)
     rng = np.random.default_rng(3)
     X = rng.standard_normal((50, 3)) * [1.0, 1e3, 1e-3]
     y = (rng.uniform(size=50) < 0.5).astype(float)
@@ -113,21 +113,21 @@ def test_gradient_in_one_read_equals_two_passes(monkeypatch, n_threads, has_inte
 def test_small_work_limits_and_restores_threads():
     before, numba_before = _blas_threads(), numba.get_num_threads()
     p = 11
-    blas_rows = int(_glm.SMALL_WORK // p**2)  # the most rows of a small Gram
-    kernel_rows = int(_glm.SMALL_KERNEL_WORK // p)  # ... of a small kernel pass
-    with _glm.small_work(kernel_rows, p):
+    blas_rows = int(_threads.SMALL_WORK // p**2)  # the most rows of a small Gram
+    kernel_rows = int(_threads.SMALL_KERNEL_WORK // p)  # ... of a small kernel pass
+    with _threads.small_work(kernel_rows, p):
         assert set(_blas_threads()) == {1}
         assert numba.get_num_threads() == 1
-        assert _glm.pass_threads() == 1
+        assert _threads.pass_threads() == 1
     assert _blas_threads() == before
     assert numba.get_num_threads() == numba_before
-    with _glm.small_work(blas_rows, p):  # BLAS alone
+    with _threads.small_work(blas_rows, p):  # BLAS alone
         assert set(_blas_threads()) == {1}
         assert numba.get_num_threads() == numba_before
-    with _glm.small_work(blas_rows + 1, p):
+    with _threads.small_work(blas_rows + 1, p):
         assert _blas_threads() == before
         assert numba.get_num_threads() == numba_before
-    with pytest.raises(RuntimeError), _glm.small_work(kernel_rows, p):
+    with pytest.raises(RuntimeError), _threads.small_work(kernel_rows, p):
         raise RuntimeError  # restored on the way out of an error too
     assert numba.get_num_threads() == numba_before
     assert _blas_threads() == before
@@ -163,19 +163,19 @@ def test_one_blas_thread_contexts_of_two_threads_restore_the_limits(monkeypatch)
     import threading
 
     blas = _ProcessWideLimits(2)
-    monkeypatch.setattr(_glm, "_blas_pools", lambda: blas)
+    monkeypatch.setattr(_threads, "_blas_pools", lambda: blas)
     first_in, second_in, first_out = (threading.Event() for _ in range(3))
     seen = []
 
     def first():
-        with _glm.one_blas_thread():
+        with _threads.one_blas_thread():
             first_in.set()
             second_in.wait(10)
         first_out.set()
 
     def second():
         first_in.wait(10)
-        with _glm.one_blas_thread():
+        with _threads.one_blas_thread():
             second_in.set()
             first_out.wait(10)
             seen.append(blas.threads)  # still limited after the first left

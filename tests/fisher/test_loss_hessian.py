@@ -15,7 +15,7 @@ from scipy import sparse
 
 from sklearn_fil import _glm, _leave_one_out
 from sklearn_fil.exceptions import NotAMinimiserWarning
-from sklearn_fil.fisher import fisher_information_loss
+from sklearn_fil.fisher import _engine, fisher_information_loss
 from sklearn_fil.linear_model import (
     OutputPerturbedLinearRegression,
     OutputPerturbedLogisticRegression,
@@ -85,6 +85,7 @@ def test_given_loss_hessian_skips_the_gram(monkeypatch):
         return real(X, weights, *args)
 
     monkeypatch.setattr(_glm, "weighted_grams", spy)
+    monkeypatch.setattr(_engine, "weighted_grams", spy)
     _run(problem)
     n_computed = len(calls)
     calls.clear()
@@ -239,6 +240,7 @@ def test_a_fit_computes_each_hessian_once(monkeypatch, cls, n_grams):
         return real(X, ws, *args)
 
     monkeypatch.setattr(_glm, "weighted_grams", spy)
+    monkeypatch.setattr(_engine, "weighted_grams", spy)
     est = cls(lam=0.05, random_state=0).fit(X, y)
     assert est.privacy_report_["loo_sensitivity"].notna().all()  # refits ran
     if n_grams is not None:

@@ -46,7 +46,7 @@ CASES = {
 
 
 @pytest.mark.parametrize("case", list(CASES))
-def test_empirical_fisher_information_matches(case):
+def test_empirical_fisher_information_matches(case, global_random_seed):
     spec = CASES[case]
     problem = make_problem(
         spec["loss"],
@@ -76,7 +76,7 @@ def test_empirical_fisher_information_matches(case):
     N = ref["projector"]  # private tangent coordinates of z_i
     k = N.shape[1]
 
-    rng = np.random.default_rng(0)
+    rng = np.random.default_rng(global_random_seed)
     w_star = np.append(coef, intercept)
     for i in [int(np.argmax(ref["fil"])), 5]:
         # d w*/d z_i by finite differences of re-fitted minimisers

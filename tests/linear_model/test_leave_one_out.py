@@ -23,6 +23,7 @@ from sklearn_fil import (
     OutputPerturbedLinearRegression,
     OutputPerturbedLogisticRegression,
 )
+from sklearn_fil._glm import GLMProblem
 from sklearn_fil._leave_one_out import _Problem, leave_one_out
 from sklearn_fil.accounting import default_delta, gaussian_epsilon
 from sklearn_fil.utils._clipping import clip_rows
@@ -127,11 +128,11 @@ def test_matches_brute_force_refits(loss, intercept, weighted, seed):
 def test_squared_closed_form_in_parallel_segments(monkeypatch, n_threads):
     # segments of 7 rows in blocks of 3, shared by two threads: every row's
     # value and singular mark written once, as the brute force has them
-    from sklearn_fil import _glm, _leave_one_out
+    from sklearn_fil import _threads
 
-    monkeypatch.setattr(_glm, "_SEGMENT_ROWS", 7)
-    monkeypatch.setattr(_glm, "pass_threads", lambda: n_threads)
-    monkeypatch.setattr(_leave_one_out, "_CACHE_BYTES", 8 * 6 * 3)
+    monkeypatch.setattr(_threads, "_SEGMENT_ROWS", 7)
+    monkeypatch.setattr(_threads, "pass_threads", lambda: n_threads)
+    monkeypatch.setattr(_threads, "CACHE_BYTES", 8 * 6 * 3)
     X, y, omega = make_data("squared", n=40, d=4, seed=3)
     ref, w_full = brute_force(X, y, omega, "squared", 0.05, True, False)
     res = leave_one_out(
@@ -181,7 +182,12 @@ def test_derivative_difference_without_cancellation():
     m = np.r_[rng.normal(0, 5, n - 2), 800.0, -800.0]
     omega = rng.uniform(0.5, 1, n)
     problem = _Problem(
-        X, omega, np.ones(3), True, np.eye(3), m, expit(m), np.ones(n), "logistic"
+        GLMProblem(family="logistic", lam=1.0, fit_intercept=True, X=X, omega=omega),
+        np.eye(3),
+        np.zeros(3),
+        m,
+        expit(m),
+        np.ones(n),
     )
     U = np.array([[1e-9, -2e-9, 3e-9], [0.3, -0.2, 0.1], [0.0, 0.0, -800.0]])
     D = X @ U[:, :2].T + U[:, 2]

@@ -30,6 +30,7 @@ from sklearn_fil import (
     OutputPerturbedLinearRegression,
     OutputPerturbedLogisticRegression,
 )
+from sklearn_fil._glm import GLMProblem
 from sklearn_fil._leave_one_out import _Problem, leave_one_out
 from sklearn_fil.utils import _clipping, _sparse
 from sklearn_fil.utils._onehot import detect_onehot_groups
@@ -286,7 +287,14 @@ def test_derivative_difference_on_sparse_rows_where_it_overflows():
     got = {}
     for name, Xa in (("dense", X), ("sparse", sparse.csr_array(X))):
         problem = _Problem(
-            Xa, omega, np.ones(3), True, np.eye(3), m, expit(m), np.ones(n), "logistic"
+            GLMProblem(
+                family="logistic", lam=1.0, fit_intercept=True, X=Xa, omega=omega
+            ),
+            np.eye(3),
+            np.zeros(3),
+            m,
+            expit(m),
+            np.ones(n),
         )
         with warnings.catch_warnings():
             warnings.simplefilter("error")
