@@ -10,10 +10,11 @@ from sklearn.utils.validation import check_is_fitted
 
 from sklearn_fil.attacks import attack_report
 from sklearn_fil.plotting._base import (
-    _axes,
     _check_frame,
     _check_values,
+    _Display,
     _report_column,
+    _require_columns,
     _shown,
 )
 from sklearn_fil.utils._membership import membership_array
@@ -32,27 +33,17 @@ def _check_attack_report(report, x, caller):
             f"{list(report.index.names)}."
         )
     needed = ["success_mean", "success_sem"] + (["fil_mean"] if x == "fil_mean" else [])
-    missing = [c for c in needed if c not in report.columns]
-    if missing:
-        raise ValueError(
-            f"The attack report lacks the columns {missing}; its columns are "
-            f"{[str(c) for c in report.columns]}."
-        )
+    _require_columns(report, needed, "the attack report", caller)
     return report
 
 
-class AttackSuccessDisplay:
+class AttackSuccessDisplay(_Display):
     """Attack success by FIL bin, one line with error bars per group.
 
-    An attack whose per-example success rises with the per-example FIL
-    confirms that the FIL ranks examples by how much they leak (Hannun et
-    al., 2021, Figure 7). This display draws the mean success in each FIL
-    bin of an :func:`~sklearn_fil.attacks.attack_report`, with its standard
-    error, one line per group (the block ``"all"`` over every example
-    included). Draw several attacks on one axes by calling a ``from_*``
-    method with the same ``ax`` and a ``name`` for each.
-
-    Create it with :meth:`from_report` or :meth:`from_predictions`.
+    An attack whose per-example success rises with the FIL confirms that the
+    FIL ranks examples by how much they leak (Hannun et al., 2021, Figure 7).
+    Create it with :meth:`from_report` or :meth:`from_predictions`; draw
+    several attacks on one axes with the same ``ax`` and a ``name`` for each.
 
     Parameters
     ----------
@@ -65,10 +56,7 @@ class AttackSuccessDisplay:
 
     Attributes
     ----------
-    ax_ : matplotlib Axes
-        Axes of the plot.
-    figure_ : matplotlib Figure
-        Figure of ``ax_``.
+    %(ax_, figure_)s
     errorbars_ : dict
         The ``ErrorbarContainer`` of each group drawn, keyed by group.
     lines_ : dict
@@ -104,22 +92,14 @@ class AttackSuccessDisplay:
 
         Parameters
         ----------
-        ax : matplotlib Axes, default=None
-            Axes to draw on; None creates a figure.
         show_groups : list, default=None
             Groups of the report to draw, in order; None draws them all.
         x : {"fil_bin", "fil_mean"}, default="fil_bin"
             The x axis: the bin number (1: least exposed), or the mean FIL
             of the bin (log scale).
-        name : str, default=None
-            Name for the legend; None uses the display's ``name``.
         **kwargs : dict
             Passed to ``Axes.errorbar``.
-
-        Returns
-        -------
-        display : AttackSuccessDisplay
-            The display, with its artists.
+        %(parameters)s
         """
         if x not in ("fil_bin", "fil_mean"):
             raise ValueError(f'x must be "fil_bin" or "fil_mean", got {x!r}.')
@@ -136,7 +116,7 @@ class AttackSuccessDisplay:
                     f"report; its groups are {groups}."
                 )
         name = self.name if name is None else name
-        ax, figure = _axes(ax, f"{type(self).__name__}.plot")
+        ax, figure = self._canvas(ax)
         errorbar_kwargs = {"marker": "o", "capsize": 3, **kwargs}
         self.errorbars_, self.lines_ = {}, {}
         bins = None
@@ -170,8 +150,7 @@ class AttackSuccessDisplay:
             ax.set_xlabel("mean FIL of the bin")
         ax.set_ylabel("attack success")
         ax.legend()
-        self.ax_, self.figure_ = ax, figure
-        return self
+        return self._drawn(ax, figure)
 
     @classmethod
     def from_report(
@@ -183,21 +162,7 @@ class AttackSuccessDisplay:
         ----------
         report : pandas.DataFrame
             The table :func:`~sklearn_fil.attacks.attack_report` returns.
-        show_groups : list, default=None
-            Groups to draw; None draws them all.
-        x : {"fil_bin", "fil_mean"}, default="fil_bin"
-            See :meth:`plot`.
-        name : str, default=None
-            Name of the attack, for the legend.
-        ax : matplotlib Axes, default=None
-            Axes to draw on; None creates a figure.
-        **kwargs : dict
-            Passed to ``Axes.errorbar``.
-
-        Returns
-        -------
-        display : AttackSuccessDisplay
-            The drawn display.
+        %(parameters)s
         """
         _check_attack_report(report, x, f"{cls.__name__}.from_report")
         display = cls(report=report, name=name)
@@ -229,21 +194,7 @@ class AttackSuccessDisplay:
             Group of each example: one line per group besides ``"all"``.
         n_bins : int, default=10
             Number of equal-count FIL bins.
-        show_groups : list, default=None
-            Groups to draw; None draws them all.
-        x : {"fil_bin", "fil_mean"}, default="fil_bin"
-            See :meth:`plot`.
-        name : str, default=None
-            Name of the attack, for the legend.
-        ax : matplotlib Axes, default=None
-            Axes to draw on; None creates a figure.
-        **kwargs : dict
-            Passed to ``Axes.errorbar``.
-
-        Returns
-        -------
-        display : AttackSuccessDisplay
-            The drawn display.
+        %(parameters)s
         """
         report = attack_report(fil, success, groups=groups, n_bins=n_bins)
         return cls.from_report(
@@ -251,21 +202,17 @@ class AttackSuccessDisplay:
         )
 
 
-class ReconstructionBoundDisplay:
+class ReconstructionBoundDisplay(_Display):
     """Realised reconstruction error against the FIL bound, log-log.
 
     Guo et al. (2022, Theorem 2) bound the expected per-coordinate MSE of
-    any unbiased reconstruction of a training example by ``d / Tr(I)``. This
-    display puts every example at (bound, realised MSE) of an attack, with
-    the line MSE = bound: points above it respect the bound, points below it
-    (highlighted) beat it, which an unbiased attack can do by chance in one
-    release but not on average over many (their Figure 3).
-
-    Create it with :meth:`from_estimator` (a fitted
-    :class:`~sklearn_fil.attacks.GLMReconstructionAttack`) or
-    :meth:`from_report` (the ``report`` of its ``check_bound``); the
-    constructor takes arrays, e.g. MSEs averaged over releases. Points with
-    a non-finite or non-positive coordinate are left out, with a warning.
+    any unbiased reconstruction of a training example by ``d / Tr(I)``.
+    Points below the line MSE = bound (highlighted) beat it, which an
+    unbiased attack can do by chance in one release but not on average over
+    many (their Figure 3). Create it with :meth:`from_estimator` or
+    :meth:`from_report`, or from arrays, e.g. MSEs averaged over releases.
+    Points with a non-finite or non-positive coordinate are left out, with a
+    warning.
 
     Parameters
     ----------
@@ -278,10 +225,7 @@ class ReconstructionBoundDisplay:
 
     Attributes
     ----------
-    ax_ : matplotlib Axes
-        Axes of the plot.
-    figure_ : matplotlib Figure
-        Figure of ``ax_``.
+    %(ax_, figure_)s
     scatter_ : matplotlib PathCollection
         The points at (bound, MSE): those respecting the bound (``mse >=
         mse_bound``), or all of them with ``highlight_below=False``.
@@ -328,19 +272,11 @@ class ReconstructionBoundDisplay:
 
         Parameters
         ----------
-        ax : matplotlib Axes, default=None
-            Axes to draw on; None creates a figure.
-        name : str, default=None
-            Name for the legend; None uses the display's ``name``.
         highlight_below : bool, default=True
             Draw the points below the bound apart, in red.
         **kwargs : dict
             Passed to ``Axes.scatter``.
-
-        Returns
-        -------
-        display : ReconstructionBoundDisplay
-            The display, with its artists.
+        %(parameters)s
         """
         mse = _check_values(self.mse, "mse")
         bound = _check_values(self.mse_bound, "mse_bound")
@@ -354,7 +290,7 @@ class ReconstructionBoundDisplay:
         mse, bound = mse[mask], bound[mask]
         name = self.name if name is None else name
         prefix = "" if name is None else f"{name}: "
-        ax, figure = _axes(ax, f"{type(self).__name__}.plot")
+        ax, figure = self._canvas(ax)
         scatter_kwargs = {"s": 12, "alpha": 0.6, **kwargs}
         n = mse.size
         self.scatter_below_ = None
@@ -385,8 +321,7 @@ class ReconstructionBoundDisplay:
         ax.set_xlabel("FIL bound on the per-coordinate MSE")
         ax.set_ylabel("realised reconstruction MSE")
         ax.legend()
-        self.ax_, self.figure_ = ax, figure
-        return self
+        return self._drawn(ax, figure)
 
     @classmethod
     def from_estimator(
@@ -400,19 +335,7 @@ class ReconstructionBoundDisplay:
             Fitted attack on a fitted (not released) target model.
         X : {array-like, DataFrame} of shape (n_samples, n_features)
             The true training examples, in the order given to ``fit``.
-        name : str, default=None
-            Name for the legend.
-        highlight_below : bool, default=True
-            Draw the points below the bound apart, in red.
-        ax : matplotlib Axes, default=None
-            Axes to draw on; None creates a figure.
-        **kwargs : dict
-            Passed to ``Axes.scatter``.
-
-        Returns
-        -------
-        display : ReconstructionBoundDisplay
-            The drawn display.
+        %(parameters)s
         """
         if not hasattr(attack, "check_bound"):
             raise TypeError(
@@ -423,11 +346,7 @@ class ReconstructionBoundDisplay:
         check_is_fitted(attack)
         result = attack.check_bound(X)
         return cls.from_report(
-            result.report,
-            name=name,
-            highlight_below=highlight_below,
-            ax=ax,
-            **kwargs,
+            result.report, name=name, highlight_below=highlight_below, ax=ax, **kwargs
         )
 
     @classmethod
@@ -441,19 +360,7 @@ class ReconstructionBoundDisplay:
             :meth:`GLMReconstructionAttack.check_bound
             <sklearn_fil.attacks.GLMReconstructionAttack.check_bound>`, or
             the Bunch it returns.
-        name : str, default=None
-            Name for the legend.
-        highlight_below : bool, default=True
-            Draw the points below the bound apart, in red.
-        ax : matplotlib Axes, default=None
-            Axes to draw on; None creates a figure.
-        **kwargs : dict
-            Passed to ``Axes.scatter``.
-
-        Returns
-        -------
-        display : ReconstructionBoundDisplay
-            The drawn display.
+        %(parameters)s
         """
         if not isinstance(report, pd.DataFrame) and hasattr(report, "report"):
             report = report.report  # the Bunch of check_bound
@@ -466,23 +373,15 @@ class ReconstructionBoundDisplay:
         return display.plot(ax=ax, highlight_below=highlight_below, **kwargs)
 
 
-class MembershipROCDisplay:
+class MembershipROCDisplay(_Display):
     """ROC curve of a membership attack, with the chance diagonal.
 
-    Each point is the (false-positive rate, true-positive rate) of one
-    threshold on the attack's membership score. A random guess lies on the
-    diagonal TPR = FPR (AUC 0.5), drawn for reference. By default both axes
-    are logarithmic, as in Carlini et al. (2022): what matters for privacy
-    is the TPR at a low FPR (a few members identified with near certainty),
-    which a linear plot squeezes into its corner. Points with a zero
-    coordinate have no place on a log axis; the curve runs off the axes
-    there.
-
-    Create it with :meth:`from_estimator` (a fitted
-    :class:`~sklearn_fil.attacks.LossThresholdMembershipInference`, whose
-    held-out ``roc_`` it draws) or :meth:`from_predictions` (membership and
-    scores). Draw several attacks on one axes by calling a ``from_*`` method
-    with the same ``ax`` and a ``name`` for each.
+    By default both axes are logarithmic, as in Carlini et al. (2022): what
+    matters for privacy is the TPR at a low FPR (a few members identified
+    with near certainty), which a linear plot squeezes into its corner; the
+    curve runs off the axes where a rate is zero. Create it with
+    :meth:`from_estimator` or :meth:`from_predictions`; draw several attacks
+    on one axes with the same ``ax`` and a ``name`` for each.
 
     Parameters
     ----------
@@ -497,10 +396,7 @@ class MembershipROCDisplay:
 
     Attributes
     ----------
-    ax_ : matplotlib Axes
-        Axes of the plot.
-    figure_ : matplotlib Figure
-        Figure of ``ax_``.
+    %(ax_, figure_)s
     line_ : matplotlib Line2D
         The ROC curve.
     chance_level_ : matplotlib Line2D or None
@@ -530,7 +426,8 @@ class MembershipROCDisplay:
     >>> member = np.arange(200) < 100
     >>> model = KNeighborsClassifier(n_neighbors=1).fit(X[member], y[member])
     >>> attack = LossThresholdMembershipInference(model, random_state=0)
-    >>> display = MembershipROCDisplay.from_estimator(attack.fit(X, y, member))
+    >>> attack = attack.fit(X, y, membership=member)
+    >>> display = MembershipROCDisplay.from_estimator(attack)
     >>> display.line_.get_label()
     'AUC = 0.73'
     >>> display.chance_level_.get_label()
@@ -557,10 +454,6 @@ class MembershipROCDisplay:
 
         Parameters
         ----------
-        ax : matplotlib Axes, default=None
-            Axes to draw on; None creates a figure.
-        name : str, default=None
-            Name for the legend; None uses the display's ``name``.
         log_scale : bool, default=True
             Logarithmic axes, to read the TPR at low FPR; False draws the
             linear unit square.
@@ -570,11 +463,7 @@ class MembershipROCDisplay:
             Passed to ``Axes.plot`` for the diagonal.
         **kwargs : dict
             Passed to ``Axes.plot`` for the curve.
-
-        Returns
-        -------
-        display : MembershipROCDisplay
-            The display, with its artists.
+        %(parameters)s
         """
         fpr = _check_values(self.fpr, "fpr")
         tpr = _check_values(self.tpr, "tpr")
@@ -594,7 +483,7 @@ class MembershipROCDisplay:
             label = f"AUC = {self.roc_auc:.2f}"
         else:
             label = f"{name} (AUC = {self.roc_auc:.2f})"
-        ax, figure = _axes(ax, f"{type(self).__name__}.plot")
+        ax, figure = self._canvas(ax)
         line_kw = kwargs if label is None else {"label": label, **kwargs}
         (self.line_,) = ax.plot(fpr, tpr, **line_kw)
         self.chance_level_ = None
@@ -621,8 +510,7 @@ class MembershipROCDisplay:
         ax.set_ylabel("true-positive rate (members called members)")
         if ax.get_legend_handles_labels()[1]:
             ax.legend(loc="lower right")
-        self.ax_, self.figure_ = ax, figure
-        return self
+        return self._drawn(ax, figure)
 
     @classmethod
     def from_estimator(
@@ -642,23 +530,7 @@ class MembershipROCDisplay:
         ----------
         attack : LossThresholdMembershipInference
             Fitted membership attack, with ``roc_`` and ``auc_``.
-        name : str, default=None
-            Name for the legend.
-        log_scale : bool, default=True
-            Logarithmic axes; see :meth:`plot`.
-        plot_chance_level : bool, default=True
-            Draw the diagonal TPR = FPR of a random guess.
-        chance_level_kw : dict, default=None
-            Passed to ``Axes.plot`` for the diagonal.
-        ax : matplotlib Axes, default=None
-            Axes to draw on; None creates a figure.
-        **kwargs : dict
-            Passed to ``Axes.plot`` for the curve.
-
-        Returns
-        -------
-        display : MembershipROCDisplay
-            The drawn display.
+        %(parameters)s
         """
         check_is_fitted(attack)
         roc = getattr(attack, "roc_", None)
@@ -706,23 +578,7 @@ class MembershipROCDisplay:
             Membership scores, higher for a more likely member, e.g. the
             attack's ``decision_function`` on rows it did not choose its
             threshold on.
-        name : str, default=None
-            Name for the legend.
-        log_scale : bool, default=True
-            Logarithmic axes; see :meth:`plot`.
-        plot_chance_level : bool, default=True
-            Draw the diagonal TPR = FPR of a random guess.
-        chance_level_kw : dict, default=None
-            Passed to ``Axes.plot`` for the diagonal.
-        ax : matplotlib Axes, default=None
-            Axes to draw on; None creates a figure.
-        **kwargs : dict
-            Passed to ``Axes.plot`` for the curve.
-
-        Returns
-        -------
-        display : MembershipROCDisplay
-            The drawn display.
+        %(parameters)s
         """
         member = membership_array(membership)
         scores = _check_values(scores, "scores")

@@ -10,6 +10,7 @@ columns each one became (see
 # Authors: The sklearn-fil developers
 # SPDX-License-Identifier: BSD-3-Clause
 
+import inspect
 import re
 import warnings
 from numbers import Integral
@@ -33,6 +34,93 @@ _COLUMN_LABELS = {
 }
 
 
+# Docstring entries the displays share (numpydoc, dedented); see _Display.
+_ENTRIES = {
+    "ax": "ax : matplotlib Axes, default=None\n"
+    "    Axes to draw on; None creates a figure.",
+    "name": "name : str, default=None\n"
+    "    Name for the legend; None uses the display's ``name``.",
+    "ax_": "ax_ : matplotlib Axes\n    Axes of the plot.",
+    "figure_": "figure_ : matplotlib Figure\n    Figure of ``ax_``.",
+}
+
+
+def _entries(doc):
+    """The Parameters entries of a numpydoc docstring, ``{name: text}``, dedented."""
+    lines = (doc or "").splitlines()
+    start = next((i for i, x in enumerate(lines) if x.strip() == "Parameters"), None)
+    entries = {}
+    for line in [] if start is None else lines[start + 2 :]:
+        if not line.strip():
+            break
+        text = line[len(lines[start]) - len(lines[start].lstrip()) :]
+        if not text.startswith(" "):
+            name = text.split(" : ")[0].lstrip("*")
+            entries[name] = text
+        else:
+            entries[name] += "\n" + text
+    return entries
+
+
+def _indent(text, pad):
+    return "\n".join(pad + line for line in text.splitlines())
+
+
+class _Display:
+    """Base of the displays; it completes their docstrings.
+
+    A line ``%(parameters)s`` in the Parameters of ``plot`` or a ``from_*``
+    method becomes the entries of all the method's parameters, in the order of
+    its signature: those documented in the method itself, else those of the
+    class (for a ``from_*`` method), else of ``plot`` (likewise), else of
+    ``_ENTRIES``. A line such as ``%(ax_, figure_)s`` becomes those entries of
+    ``_ENTRIES``. ``plot`` and the ``from_*`` methods return the drawn
+    display; the Returns section that says so is appended here.
+    """
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        if cls.__doc__ is None:  # python -OO
+            return
+        cls.__doc__ = re.sub(
+            r"^( *)%\(([\w, ]+)\)s$",
+            lambda m: _indent("\n".join(_ENTRIES[k] for k in m[2].split(", ")), m[1]),
+            cls.__doc__,
+            flags=re.M,
+        )
+        for attr, method in vars(cls).items():
+            function = getattr(method, "__func__", method)
+            doc = getattr(function, "__doc__", None)
+            if not (attr == "plot" or attr.startswith("from_")) or not doc:
+                continue
+            pad = " " * (len(doc) - len(doc.rstrip(" ")))
+            if f"\n{pad}%(parameters)s\n" in doc:
+                sources = [_entries(doc)]
+                if attr != "plot":
+                    sources += [_entries(cls.__doc__), _entries(cls.plot.__doc__)]
+                names = list(inspect.signature(function).parameters)[1:]
+                block = "\n".join(
+                    next(s[n] for s in [*sources, _ENTRIES] if n in s) for n in names
+                )
+                head, _, tail = doc.partition(f"{pad}----------\n")
+                tail = tail[tail.find("\n\n") :] if "\n\n" in tail else ""
+                doc = f"{head}{pad}----------\n{_indent(block, pad)}{tail}"
+            function.__doc__ = (
+                f"{doc.rstrip()}\n\n{pad}Returns\n{pad}-------\n{pad}display : "
+                f"{cls.__name__}\n{pad}    The display, with its artists.\n{pad}"
+            )
+
+    def _canvas(self, ax):
+        """``(ax, figure)`` to draw on: ``ax``, or a new figure's single axes."""
+        if ax is None:
+            _, ax = _pyplot(f"{type(self).__name__}.plot").subplots()
+        return ax, ax.figure
+
+    def _drawn(self, ax, figure):
+        self.ax_, self.figure_ = ax, figure
+        return self
+
+
 def _pyplot(caller):
     """``matplotlib.pyplot``, imported on first use.
 
@@ -49,14 +137,6 @@ def _pyplot(caller):
             f"sklearn-fil; install it with: {_INSTALL}"
         ) from exc
     return plt
-
-
-def _axes(ax, caller):
-    """``(ax, figure)``: ``ax`` itself, or a new figure's single axes."""
-    plt = _pyplot(caller)
-    if ax is None:
-        _, ax = plt.subplots()
-    return ax, ax.figure
 
 
 def _column_label(column):
@@ -105,6 +185,18 @@ def _check_frame(frame, name, caller):
     if not isinstance(frame, pd.DataFrame):
         raise TypeError(
             f"{caller} needs {name} as a pandas DataFrame, got {type(frame).__name__}."
+        )
+    return frame
+
+
+def _require_columns(frame, needed, name, caller, hint=""):
+    """``frame``, a DataFrame with the columns ``needed`` (else a clear error)."""
+    _check_frame(frame, name, caller)
+    missing = [c for c in needed if c not in frame.columns]
+    if missing:
+        raise ValueError(
+            f"{name[0].upper()}{name[1:]} lacks the columns {missing}; its columns "
+            f"are {[str(c) for c in frame.columns]}{hint}."
         )
     return frame
 

@@ -7,11 +7,11 @@ import numpy as np
 
 from sklearn_fil.plotting._base import (
     _attribute_column,
-    _axes,
     _check_groups,
     _check_positive_scalar,
     _check_values,
     _column_label,
+    _Display,
     _final_estimator,
     _fitted_report,
     _group_keys,
@@ -32,19 +32,14 @@ def _artist_color(bars):
     return tuple(color[:3])
 
 
-class FILHistogramDisplay:
+class FILHistogramDisplay(_Display):
     """Histogram of a per-example privacy number, by class or group.
 
-    The per-example Fisher information loss of a released model is spread
-    unevenly: a few examples leak far more than the rest (Hannun et al.,
-    2021, Figure 2). This display draws the histogram of one column of a
-    privacy report (``fil`` by default), one overlaid histogram per group on
-    shared bin edges. Grouped histograms are densities (each integrates to 1)
-    so that a small group shows beside a large one; the legend gives each
-    group's number of examples.
-
-    Create it with :meth:`from_estimator` or :meth:`from_report`; the
-    constructor takes the values directly. Non-finite values (and
+    The per-example FIL of a released model is spread unevenly: a few
+    examples leak far more than the rest (Hannun et al., 2021, Figure 2).
+    Groups share the bin edges; their histograms are densities, so that a
+    small group shows beside a large one. Create it with
+    :meth:`from_estimator` or :meth:`from_report`. Non-finite values (and
     non-positive ones on a log scale) are left out, with a warning.
 
     Parameters
@@ -121,8 +116,6 @@ class FILHistogramDisplay:
 
         Parameters
         ----------
-        ax : matplotlib Axes, default=None
-            Axes to draw on; None creates a figure.
         bins : int, str or sequence of float, default=30
             Number of bins (spaced evenly, in log space on a log scale), a
             numpy bin rule such as ``"auto"``, or the bin edges.
@@ -133,15 +126,11 @@ class FILHistogramDisplay:
         **kwargs : dict
             Passed to ``matplotlib.axes.Axes.hist``; ``density`` defaults to
             True with groups, False without.
-
-        Returns
-        -------
-        display : FILHistogramDisplay
-            The display, with its artists.
+        %(parameters)s
         """
         values = _check_values(self.values, self.column)
         groups = _check_groups(self.groups, values.size)
-        ax, figure = _axes(ax, f"{type(self).__name__}.plot")
+        ax, figure = self._canvas(ax)
         self.bin_edges_, self.bars_, density = _histograms(
             ax, values, groups, bins, log_scale, repr(self.column), kwargs
         )
@@ -157,8 +146,7 @@ class FILHistogramDisplay:
                 )
         ax.set_xlabel(_column_label(self.column))
         ax.set_ylabel("density" if density else "examples")
-        self.ax_, self.figure_ = ax, figure
-        return self
+        return self._drawn(ax, figure)
 
     @classmethod
     def from_estimator(
@@ -186,31 +174,12 @@ class FILHistogramDisplay:
             by its original column (``"fil[race]"`` for the one-hot group an
             encoder made of ``race``, measured as one attribute with
             ``onehot_groups="auto"``), and the axis is labelled so.
-        groups : array-like of shape (n_samples,), default=None
-            Class or group of each training example, e.g. the training
-            labels.
-        ax : matplotlib Axes, default=None
-            Axes to draw on; None creates a figure.
-        bins : int, str or sequence of float, default=30
-            See :meth:`plot`.
-        log_scale : bool, default=False
-            Logarithmic bins and x axis.
-        show_mean : bool, default=False
-            Draw a dashed vertical line at each group's mean.
-        **kwargs : dict
-            Passed to ``matplotlib.axes.Axes.hist``; ``density`` defaults to
-            True with groups, False without.
-
-        Returns
-        -------
-        display : FILHistogramDisplay
-            The drawn display.
+        %(parameters)s
         """
         caller = f"{cls.__name__}.from_estimator"
         report = _fitted_report(estimator, caller)
         column, label = _attribute_column(report, column, attribute_labels(estimator))
         values = _report_column(report, column, caller)
-        _check_groups(groups, values.size)
         display = cls(values=values, groups=groups, column=label)
         return display.plot(
             ax=ax, bins=bins, log_scale=log_scale, show_mean=show_mean, **kwargs
@@ -237,48 +206,26 @@ class FILHistogramDisplay:
             One row per example, e.g. an estimator's ``privacy_report_``.
         column : str, default="fil"
             Column to draw.
-        groups : array-like of shape (n_samples,), default=None
-            Class or group of each example (by position).
-        ax : matplotlib Axes, default=None
-            Axes to draw on; None creates a figure.
-        bins : int, str or sequence of float, default=30
-            See :meth:`plot`.
-        log_scale : bool, default=False
-            Logarithmic bins and x axis.
-        show_mean : bool, default=False
-            Draw a dashed vertical line at each group's mean.
-        **kwargs : dict
-            Passed to ``matplotlib.axes.Axes.hist``; ``density`` defaults to
-            True with groups, False without.
-
-        Returns
-        -------
-        display : FILHistogramDisplay
-            The drawn display.
+        %(parameters)s
         """
         values = _report_column(report, column, f"{cls.__name__}.from_report")
-        _check_groups(groups, values.size)
         display = cls(values=values, groups=groups, column=column)
         return display.plot(
             ax=ax, bins=bins, log_scale=log_scale, show_mean=show_mean, **kwargs
         )
 
 
-class MSEBoundDisplay:
+class MSEBoundDisplay(_Display):
     """Per-example FIL bounds on reconstruction error next to the RDP bound.
 
     Guo et al. (2022) bound the per-coordinate MSE of any unbiased
-    reconstruction of a training example in two ways: from a (2, epsilon)-RDP
-    guarantee (Theorem 1), one number for every example, and from the
-    example's own Fisher information loss (Theorem 2, the ``mse_bound``
-    column of a privacy report). This display shows the distribution of the
-    per-example bounds, as a histogram (log bins) or as a sorted curve, with
-    the RDP bound as a line (their Figure 2): the examples to the right of
-    (above) the line are better protected than the worst case says.
-
-    Create it with :meth:`from_estimator` or :meth:`from_report`.
-    Non-finite bounds (an example with zero FIL) and non-positive ones are
-    left out, with a warning.
+    reconstruction of a training example from a (2, epsilon)-RDP guarantee
+    (Theorem 1), one number for every example, and from the example's own
+    FIL (Theorem 2, the ``mse_bound`` column of a privacy report). The
+    examples beyond the RDP line are better protected than the worst case
+    says (their Figure 2). Create it with :meth:`from_estimator` or
+    :meth:`from_report`. Non-finite bounds (zero FIL) and non-positive ones
+    are left out, with a warning.
 
     Parameters
     ----------
@@ -289,10 +236,7 @@ class MSEBoundDisplay:
 
     Attributes
     ----------
-    ax_ : matplotlib Axes
-        Axes of the plot.
-    figure_ : matplotlib Figure
-        Figure of ``ax_``.
+    %(ax_, figure_)s
     bars_ : BarContainer or None
         The histogram (``kind="hist"``).
     bin_edges_ : ndarray or None
@@ -337,8 +281,6 @@ class MSEBoundDisplay:
 
         Parameters
         ----------
-        ax : matplotlib Axes, default=None
-            Axes to draw on; None creates a figure.
         kind : {"hist", "sorted"}, default="hist"
             A histogram of the bounds on log bins (the RDP bound a vertical
             line), or the bounds sorted in increasing order against their
@@ -347,17 +289,13 @@ class MSEBoundDisplay:
             Bins of the histogram (see :meth:`FILHistogramDisplay.plot`).
         **kwargs : dict
             Passed to ``Axes.hist`` or ``Axes.plot``.
-
-        Returns
-        -------
-        display : MSEBoundDisplay
-            The display, with its artists.
+        %(parameters)s
         """
         if kind not in ("hist", "sorted"):
             raise ValueError(f'kind must be "hist" or "sorted", got {kind!r}.')
         bounds = _check_values(self.mse_bound, "mse_bound")
         rdp = _check_positive_scalar(self.rdp_bound, "rdp_bound")
-        ax, figure = _axes(ax, f"{type(self).__name__}.plot")
+        ax, figure = self._canvas(ax)
         self.bars_ = self.bin_edges_ = self.line_ = self.rdp_line_ = None
         label = "FIL bound (Guo et al. Thm 2)"
         rdp_label = None if rdp is None else f"RDP bound (Thm 1): {rdp:.3g}"
@@ -380,8 +318,7 @@ class MSEBoundDisplay:
             ax.set_xlabel("examples, by increasing bound")
             ax.set_ylabel("lower bound on the per-coordinate MSE")
         ax.legend()
-        self.ax_, self.figure_ = ax, figure
-        return self
+        return self._drawn(ax, figure)
 
     @classmethod
     def from_estimator(
@@ -415,19 +352,7 @@ class MSEBoundDisplay:
             The RDP bound itself, instead of ``diameter``.
         column : str, default="mse_bound"
             Column of the report with the per-example bounds.
-        kind : {"hist", "sorted"}, default="hist"
-            See :meth:`plot`.
-        ax : matplotlib Axes, default=None
-            Axes to draw on; None creates a figure.
-        bins : int, str or sequence of float, default=30
-            Bins of the histogram.
-        **kwargs : dict
-            Passed to ``Axes.hist`` or ``Axes.plot``.
-
-        Returns
-        -------
-        display : MSEBoundDisplay
-            The drawn display.
+        %(parameters)s
         """
         report = _fitted_report(estimator, f"{cls.__name__}.from_estimator")
         estimator = _final_estimator(estimator)
@@ -468,25 +393,9 @@ class MSEBoundDisplay:
         ----------
         report : pandas.DataFrame
             One row per example, e.g. a ``privacy_report_``.
-        rdp_bound : float, default=None
-            The RDP bound, e.g. from
-            :func:`~sklearn_fil.accounting.mse_bound_rdp`; None draws no
-            line.
         column : str, default="mse_bound"
             Column with the per-example bounds.
-        kind : {"hist", "sorted"}, default="hist"
-            See :meth:`plot`.
-        ax : matplotlib Axes, default=None
-            Axes to draw on; None creates a figure.
-        bins : int, str or sequence of float, default=30
-            Bins of the histogram.
-        **kwargs : dict
-            Passed to ``Axes.hist`` or ``Axes.plot``.
-
-        Returns
-        -------
-        display : MSEBoundDisplay
-            The drawn display.
+        %(parameters)s
         """
         bounds = _report_column(report, column, f"{cls.__name__}.from_report")
         rdp_bound = _check_positive_scalar(rdp_bound, "rdp_bound")
@@ -494,19 +403,15 @@ class MSEBoundDisplay:
         return display.plot(ax=ax, kind=kind, bins=bins, **kwargs)
 
 
-class PerInstanceEpsilonDisplay:
+class PerInstanceEpsilonDisplay(_Display):
     """Distribution of the per-instance epsilon of DP-SGD, by class.
 
     DP-SGD's accountant gives one epsilon, the worst case over all training
     examples. The per-instance accounting of Yu et al. (2022) gives each
     example its own, from its gradient norms: most are far below the worst
-    case (their Figure 1). This display draws their distribution per class,
-    as overlaid histograms (densities with groups, so that a small class
-    shows beside a large one; the legend gives each class's number of
-    examples) or as box plots, with the worst-case epsilon as a line.
-
-    Create it with :meth:`from_estimator` or :meth:`from_report`.
-    Non-finite values (no noise, no clipping) are left out, with a warning.
+    case (their Figure 1). Create it with :meth:`from_estimator` or
+    :meth:`from_report`. Non-finite values (no noise, no clipping) are left
+    out, with a warning.
 
     Parameters
     ----------
@@ -519,10 +424,7 @@ class PerInstanceEpsilonDisplay:
 
     Attributes
     ----------
-    ax_ : matplotlib Axes
-        Axes of the plot.
-    figure_ : matplotlib Figure
-        Figure of ``ax_``.
+    %(ax_, figure_)s
     bars_ : dict or None
         The histograms keyed by group (``"all"`` without groups)
         (``kind="hist"``).
@@ -567,8 +469,6 @@ class PerInstanceEpsilonDisplay:
 
         Parameters
         ----------
-        ax : matplotlib Axes, default=None
-            Axes to draw on; None creates a figure.
         kind : {"hist", "box"}, default="hist"
             Overlaid histograms (the worst case a vertical line) or one box
             plot per group (the worst case a horizontal line).
@@ -577,11 +477,7 @@ class PerInstanceEpsilonDisplay:
         **kwargs : dict
             Passed to ``Axes.hist`` or ``Axes.boxplot``; for the histograms
             ``density`` defaults to True with groups, False without.
-
-        Returns
-        -------
-        display : PerInstanceEpsilonDisplay
-            The display, with its artists.
+        %(parameters)s
         """
         if kind not in ("hist", "box"):
             raise ValueError(f'kind must be "hist" or "box", got {kind!r}.')
@@ -594,7 +490,7 @@ class PerInstanceEpsilonDisplay:
                 raise ValueError(
                     f"global_epsilon must be finite and >= 0, got {global_epsilon!r}."
                 )
-        ax, figure = _axes(ax, f"{type(self).__name__}.plot")
+        ax, figure = self._canvas(ax)
         self.bars_ = self.bin_edges_ = self.boxplot_ = self.global_line_ = None
         self.groups_ = _group_keys(groups)
         label = None if global_epsilon is None else f"worst case: {global_epsilon:.3g}"
@@ -626,11 +522,12 @@ class PerInstanceEpsilonDisplay:
             ax.set_ylabel(_column_label("epsilon"))
         if global_epsilon is not None or (kind == "hist" and groups is not None):
             ax.legend()
-        self.ax_, self.figure_ = ax, figure
-        return self
+        return self._drawn(ax, figure)
 
     @classmethod
-    def from_estimator(cls, estimator, *, groups=None, kind="hist", ax=None, **kwargs):
+    def from_estimator(
+        cls, estimator, *, groups=None, kind="hist", ax=None, bins=30, **kwargs
+    ):
         """The per-instance epsilon of a fitted DP-SGD estimator.
 
         Parameters
@@ -642,19 +539,7 @@ class PerInstanceEpsilonDisplay:
             guarantee, ``epsilon_`` warns with
             :class:`~sklearn_fil.exceptions.PrivacyLeakWarning` and no line
             is drawn.
-        groups : array-like of shape (n_samples,), default=None
-            Class or group of each training example, e.g. the labels.
-        kind : {"hist", "box"}, default="hist"
-            See :meth:`plot`.
-        ax : matplotlib Axes, default=None
-            Axes to draw on; None creates a figure.
-        **kwargs : dict
-            Passed to :meth:`plot` (``bins``) and on to matplotlib.
-
-        Returns
-        -------
-        display : PerInstanceEpsilonDisplay
-            The drawn display.
+        %(parameters)s
         """
         report = _fitted_report(estimator, f"{cls.__name__}.from_estimator")
         _report_column(report, "epsilon", f"{cls.__name__}.from_estimator")
@@ -666,12 +551,21 @@ class PerInstanceEpsilonDisplay:
             groups=groups,
             kind=kind,
             ax=ax,
+            bins=bins,
             **kwargs,
         )
 
     @classmethod
     def from_report(
-        cls, report, *, global_epsilon=None, groups=None, kind="hist", ax=None, **kwargs
+        cls,
+        report,
+        *,
+        global_epsilon=None,
+        groups=None,
+        kind="hist",
+        ax=None,
+        bins=30,
+        **kwargs,
     ):
         """The ``epsilon`` column of a privacy report.
 
@@ -679,23 +573,8 @@ class PerInstanceEpsilonDisplay:
         ----------
         report : pandas.DataFrame
             One row per example with an ``epsilon`` column.
-        global_epsilon : float, default=None
-            The worst-case epsilon, drawn as a line.
-        groups : array-like of shape (n_samples,), default=None
-            Class or group of each example (by position).
-        kind : {"hist", "box"}, default="hist"
-            See :meth:`plot`.
-        ax : matplotlib Axes, default=None
-            Axes to draw on; None creates a figure.
-        **kwargs : dict
-            Passed to :meth:`plot` (``bins``) and on to matplotlib.
-
-        Returns
-        -------
-        display : PerInstanceEpsilonDisplay
-            The drawn display.
+        %(parameters)s
         """
         epsilon = _report_column(report, "epsilon", f"{cls.__name__}.from_report")
-        _check_groups(groups, epsilon.size)
         display = cls(epsilon=epsilon, groups=groups, global_epsilon=global_epsilon)
-        return display.plot(ax=ax, kind=kind, **kwargs)
+        return display.plot(ax=ax, kind=kind, bins=bins, **kwargs)

@@ -11,6 +11,7 @@ import pandas as pd
 
 from sklearn_fil.plotting._base import (
     _check_n,
+    _Display,
     _fitted_report,
     _pyplot,
     _report_column,
@@ -48,16 +49,12 @@ def _image_shape(image_shape, n_features):
     return shape
 
 
-class ExposedExamplesDisplay:
+class ExposedExamplesDisplay(_Display):
     """The training examples with the largest and the smallest FIL, as images.
 
-    When the features are pixels, looking at the examples a release leaks
-    most and least about says what the FIL measures: atypical, hard or
-    mislabelled examples at the top, prototypes at the bottom (Hannun et al.,
-    2021, Figure 3). The first row of the grid shows the ``n`` most exposed
-    examples by decreasing FIL, the second the ``n`` least exposed by
-    increasing FIL; each tile is titled with its FIL.
-
+    When the features are pixels, the examples a release leaks most and least
+    about show what the FIL measures: atypical, hard or mislabelled examples
+    at the top, prototypes at the bottom (Hannun et al., 2021, Figure 3).
     Create it with :meth:`from_estimator` or :meth:`from_report`.
 
     Parameters
@@ -125,11 +122,6 @@ class ExposedExamplesDisplay:
         **kwargs : dict
             Passed to ``Axes.imshow``. By default every tile shares one
             colour scale (``vmin``, ``vmax``: the extremes of all images).
-
-        Returns
-        -------
-        display : ExposedExamplesDisplay
-            The display, with its artists.
         """
         images = np.asarray(self.images)
         if images.ndim not in (4, 5) or images.shape[0] != 2 or images.shape[1] < 1:
@@ -205,6 +197,7 @@ class ExposedExamplesDisplay:
         image_shape=None,
         ax=None,
         cmap="gray",
+        show_fil=True,
         **kwargs,
     ):
         """The most and least exposed training examples of a fitted estimator.
@@ -227,17 +220,10 @@ class ExposedExamplesDisplay:
             Shape of one image, ``(height, width)`` or ``(height, width,
             channels)``; None: a square, which the number of features must
             then be.
-        ax : matplotlib Axes or array-like of 2 n Axes, default=None
-            See :meth:`plot`.
-        cmap : str or Colormap, default="gray"
-            Colormap of single-channel images.
+        %(parameters)s
         **kwargs : dict
-            Passed to ``Axes.imshow``.
-
-        Returns
-        -------
-        display : ExposedExamplesDisplay
-            The drawn display.
+            Passed to ``Axes.imshow``. By default single-channel images share
+            the colour scale of the whole of ``X`` (``vmin``, ``vmax``).
         """
         report = _fitted_report(estimator, f"{cls.__name__}.from_estimator")
         return cls.from_report(
@@ -248,6 +234,7 @@ class ExposedExamplesDisplay:
             image_shape=image_shape,
             ax=ax,
             cmap=cmap,
+            show_fil=show_fil,
             **kwargs,
         )
 
@@ -262,6 +249,7 @@ class ExposedExamplesDisplay:
         image_shape=None,
         ax=None,
         cmap="gray",
+        show_fil=True,
         **kwargs,
     ):
         """The most and least exposed rows of ``X`` by a privacy report.
@@ -279,18 +267,10 @@ class ExposedExamplesDisplay:
             values of the column.
         image_shape : tuple of int, default=None
             Shape of one image; None: a square.
-        ax : matplotlib Axes or array-like of 2 n Axes, default=None
-            See :meth:`plot`.
-        cmap : str or Colormap, default="gray"
-            Colormap of single-channel images.
+        %(parameters)s
         **kwargs : dict
             Passed to ``Axes.imshow``. By default single-channel images share
             the colour scale of the whole of ``X`` (``vmin``, ``vmax``).
-
-        Returns
-        -------
-        display : ExposedExamplesDisplay
-            The drawn display.
         """
         fil = _report_column(report, column, f"{cls.__name__}.from_report")
         X = X.to_numpy() if isinstance(X, pd.DataFrame) else np.asarray(X)
@@ -326,4 +306,4 @@ class ExposedExamplesDisplay:
             index=np.asarray(report.index, dtype=object)[rows],
             column=column,
         )
-        return display.plot(ax=ax, cmap=cmap, **kwargs)
+        return display.plot(ax=ax, cmap=cmap, show_fil=show_fil, **kwargs)

@@ -7,25 +7,22 @@ import numpy as np
 from sklearn.utils.validation import check_is_fitted
 
 from sklearn_fil.plotting._base import (
-    _axes,
-    _check_frame,
     _check_values,
+    _Display,
     _final_estimator,
+    _require_columns,
 )
 
 
-class IRFILConvergenceDisplay:
+class IRFILConvergenceDisplay(_Display):
     """Standard deviation (and mean) of the per-example FIL over IRFIL iterations.
 
     IRFIL refits with weights inversely proportional to each example's FIL
-    until every example leaks alike; the standard deviation of the FIL across
-    examples falls at every reweighting while the mean barely moves (Hannun
-    et al., 2021, Figure 5). This display draws both against the iteration,
-    on a log scale by default. Draw several estimators on one axes by calling
-    :meth:`plot` (or a ``from_*`` method) with the same ``ax`` and a
-    ``name`` for each.
-
-    Create it with :meth:`from_estimator` or :meth:`from_history`.
+    until every example leaks alike; the standard deviation of the FIL falls
+    at every reweighting while the mean barely moves (Hannun et al., 2021,
+    Figure 5). Create it with :meth:`from_estimator` or :meth:`from_history`;
+    draw several estimators on one axes with the same ``ax`` and a ``name``
+    for each.
 
     Parameters
     ----------
@@ -40,10 +37,7 @@ class IRFILConvergenceDisplay:
 
     Attributes
     ----------
-    ax_ : matplotlib Axes
-        Axes of the plot.
-    figure_ : matplotlib Figure
-        Figure of ``ax_``.
+    %(ax_, figure_)s
     line_ : matplotlib Line2D
         The standard deviation against the iteration.
     mean_line_ : matplotlib Line2D or None
@@ -82,21 +76,13 @@ class IRFILConvergenceDisplay:
 
         Parameters
         ----------
-        ax : matplotlib Axes, default=None
-            Axes to draw on; None creates a figure.
-        name : str, default=None
-            Name for the legend; None uses the display's ``name``.
         show_mean : bool, default=True
             Also draw the mean, dashed, when the display has one.
         log_scale : bool, default=True
             Logarithmic y axis.
         **kwargs : dict
             Passed to ``Axes.plot`` for both lines.
-
-        Returns
-        -------
-        display : IRFILConvergenceDisplay
-            The display, with its artists.
+        %(parameters)s
         """
         iteration = _check_values(self.iteration, "iteration")
         x = np.asarray(self.iteration)  # as given: integers stay integers
@@ -110,7 +96,7 @@ class IRFILConvergenceDisplay:
                 )
         name = self.name if name is None else name
         prefix = "" if name is None else f"{name}: "
-        ax, figure = _axes(ax, f"{type(self).__name__}.plot")
+        ax, figure = self._canvas(ax)
         plot_kwargs = {"marker": "o", **kwargs}
         (self.line_,) = ax.plot(x, std, label=f"{prefix}std of FIL", **plot_kwargs)
         self.mean_line_ = None
@@ -132,8 +118,7 @@ class IRFILConvergenceDisplay:
         ax.set_xlabel("IRFIL iteration")
         ax.set_ylabel("FIL across the examples")
         ax.legend()
-        self.ax_, self.figure_ = ax, figure
-        return self
+        return self._drawn(ax, figure)
 
     @classmethod
     def from_estimator(
@@ -146,22 +131,10 @@ class IRFILConvergenceDisplay:
         estimator : IRFILClassifier, IRFILRegressor or Pipeline
             Fitted estimator with a ``fil_history_``, or a fitted Pipeline
             whose final step is one.
-        ax : matplotlib Axes, default=None
-            Axes to draw on; None creates a figure.
         name : str, default=None
             Name for the legend; None: the estimator's class name (the final
             step's, for a Pipeline).
-        show_mean : bool, default=True
-            Also draw the mean, dashed.
-        log_scale : bool, default=True
-            Logarithmic y axis.
-        **kwargs : dict
-            Passed to ``Axes.plot``.
-
-        Returns
-        -------
-        display : IRFILConvergenceDisplay
-            The drawn display.
+        %(parameters)s
         """
         estimator = _final_estimator(estimator)
         check_is_fitted(estimator)
@@ -192,30 +165,15 @@ class IRFILConvergenceDisplay:
         history : pandas.DataFrame
             One row per fit, e.g. an IRFIL estimator's ``fil_history_``;
             ``mean`` is needed only with ``show_mean=True``.
-        ax : matplotlib Axes, default=None
-            Axes to draw on; None creates a figure.
-        name : str, default=None
-            Name for the legend.
-        show_mean : bool, default=True
-            Also draw the mean, dashed.
-        log_scale : bool, default=True
-            Logarithmic y axis.
-        **kwargs : dict
-            Passed to ``Axes.plot``.
-
-        Returns
-        -------
-        display : IRFILConvergenceDisplay
-            The drawn display.
+        %(parameters)s
         """
-        _check_frame(history, "the history", f"{cls.__name__}.from_history")
-        needed = ["iteration", "std"] + (["mean"] if show_mean else [])
-        missing = [c for c in needed if c not in history.columns]
-        if missing:
-            raise ValueError(
-                f"The history lacks the columns {missing}; it needs {needed} "
-                "(e.g. an IRFIL estimator's fil_history_)."
-            )
+        _require_columns(
+            history,
+            ["iteration", "std"] + (["mean"] if show_mean else []),
+            "the history",
+            f"{cls.__name__}.from_history",
+            " (it needs those of an IRFIL estimator's fil_history_)",
+        )
         display = cls(
             iteration=history["iteration"].to_numpy(),
             std=history["std"].to_numpy(dtype=np.float64),

@@ -83,10 +83,10 @@ def test_gaussian_delta_shape_and_limits():
 
 
 @pytest.mark.parametrize("epsilon", [0.0, 0.5, 1.0, 2.0])
-def test_gaussian_delta_monte_carlo_hockey_stick(epsilon):
+def test_gaussian_delta_monte_carlo_hockey_stick(epsilon, global_random_seed):
     """δ(ε) = E_P[(1 - e^ε q/p)_+] for P = N(0, sigma²), Q = N(Δ, sigma²)."""
     sigma, sensitivity = 1.3, 1.0
-    rng = np.random.default_rng(0)
+    rng = np.random.default_rng(global_random_seed)
     x = rng.normal(0.0, sigma, size=1_000_000)
     log_q_over_p = (2.0 * x * sensitivity - sensitivity**2) / (2.0 * sigma**2)
     samples = np.maximum(0.0, -np.expm1(epsilon + log_q_over_p))

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 from numpy.testing import assert_allclose, assert_array_equal
 from scipy.special import expit
-from scipy.stats import norm
+from scipy.stats import binom, norm
 
 from sklearn_fil.accounting import dpsgd_epsilon, label_dp_lower_bound
 from tests.accounting._invalid import FLOAT_POSITIVE, invalid
@@ -134,10 +134,16 @@ def simulate_attack(batch, sigma, max_grad_norm, n_draws, rng):
 
 
 def assert_binomial_agreement(p, rate, n_draws):
-    """Each Monte Carlo rate within 4 binomial standard errors of ``p`` (at least
-    2 / n_draws, for probabilities within 1 / n_draws of 0 or 1)."""
-    se = np.sqrt(p * (1 - p) / n_draws)
-    assert np.all(np.abs(rate - p) <= np.maximum(4 * se, 2 / n_draws)), (p, rate)
+    """Each Monte Carlo count in the central 1 - 2 Phi(-4) of Binomial(n_draws, p).
+
+    The exact form of "within 4 standard errors": near 0 or 1 the count is
+    Poisson-like and a normal bound is too narrow (3 hits where 0.2 are
+    expected happens once in 900 draws of the count).
+    """
+    k = np.rint(rate * n_draws)
+    tail = norm.sf(4.0)
+    inside = (binom.cdf(k, n_draws, p) > tail) & (binom.sf(k - 1, n_draws, p) > tail)
+    assert np.all(inside), (p, rate)
 
 
 @pytest.mark.parametrize(
@@ -150,9 +156,12 @@ def assert_binomial_agreement(p, rate, n_draws):
         ("last", 7, 0.1, 0.5),  # d = 4 < N: least squares, not interpolation
     ],
 )
-def test_closed_form_matches_monte_carlo(layer, n, sigma, max_grad_norm):
-    rng = np.random.default_rng(n + 10 * len(layer))
-    batch = make_batch(rng, n, layer)
+def test_closed_form_matches_monte_carlo(
+    layer, n, sigma, max_grad_norm, global_random_seed
+):
+    # a fixed batch (the conditions below are about it), random draws
+    batch = make_batch(np.random.default_rng(n + 10 * len(layer)), n, layer)
+    rng = np.random.default_rng(global_random_seed)
     # Some examples are clipped under one label and not the other.
     f0 = batch["grad_norms"] > max_grad_norm
     f1 = batch["flipped"] > max_grad_norm
@@ -178,7 +187,7 @@ def test_closed_form_matches_monte_carlo(layer, n, sigma, max_grad_norm):
     assert_allclose(bound.per_example[finite], expected, atol=0.1)
 
 
-def test_batches_match_monte_carlo_per_batch():
+def test_batches_match_monte_carlo_per_batch(global_random_seed):
     rng = np.random.default_rng(5)
     sigma, max_grad_norm, delta = 0.3, 0.4, 0.01
     parts = [make_batch(rng, n, "first") for n in (3, 5, 5, 4)]
@@ -200,6 +209,7 @@ def test_batches_match_monte_carlo_per_batch():
     )
     inverse = np.argsort(perm)
     p0, p1 = bound.p0[inverse], bound.p1[inverse]
+    rng = np.random.default_rng(global_random_seed)  # the Monte Carlo draws
     n_draws = 40_000
     start = 0
     for b in parts:
