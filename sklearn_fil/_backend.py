@@ -5,14 +5,8 @@ wrapper), so the NumPy and numba code paths are unchanged by this module.
 Other arrays compute in their array-API namespace, from ``array-api-compat``,
 when scikit-learn's ``array_api_dispatch`` is on (scikit-learn's rule: the
 input decides). CuPy and ``array-api-compat`` are imported lazily, only here.
-
-The array API standard lacks a few operations this package needs; each has
-one helper below that names the route it takes per namespace:
-
-* the normal distribution function (:func:`ndtr`);
-* assignment to rows chosen by an integer index (:class:`Rows`): NumPy and
-  CuPy index directly; other namespaces, whose standard ``__setitem__`` takes
-  no integer arrays, go through a boolean mask of the rows.
+Operations the array API standard lacks (:func:`ndtr`, :class:`Rows`) have one
+helper each, naming its route per namespace.
 """
 
 # Authors: The sklearn-fil developers
@@ -50,18 +44,8 @@ def _maybe_foreign_array(x):
 def namespace_of(*arrays):
     """Namespace of the arrays themselves, whatever the configuration.
 
-    NumPy arrays, and objects that are not array-API arrays (lists,
-    DataFrames, scalars, None), count as NumPy.
-
-    Parameters
-    ----------
-    *arrays : array-like
-        Arrays of one namespace.
-
-    Returns
-    -------
-    xp : module
-        ``numpy``, or the ``array-api-compat`` namespace of the arrays.
+    ``numpy`` for NumPy arrays and for objects that are not array-API arrays
+    (lists, DataFrames, scalars, None), else their ``array-api-compat`` one.
     """
     others = [a for a in arrays if _maybe_foreign_array(a)]
     if not others:  # no need for array-api-compat
@@ -77,17 +61,7 @@ def get_namespace(*arrays):
     """Namespace to compute in, by scikit-learn's array-API rule.
 
     NumPy unless ``sklearn.get_config()["array_api_dispatch"]`` is on; then
-    the namespace of the arrays (still NumPy for NumPy input).
-
-    Parameters
-    ----------
-    *arrays : array-like
-        Input arrays.
-
-    Returns
-    -------
-    xp : module
-        ``numpy`` or an ``array-api-compat`` namespace.
+    :func:`namespace_of` the arrays.
     """
     if not sklearn.get_config()["array_api_dispatch"]:
         return np
@@ -105,13 +79,7 @@ def is_cupy(xp):
 
 
 def cupy_namespace():
-    """CuPy's array-API namespace; ImportError naming the install command.
-
-    Returns
-    -------
-    xp : module
-        ``array_api_compat.cupy``.
-    """
+    """``array_api_compat.cupy``; ImportError naming the install command."""
     try:
         import cupy  # noqa: F401
     except ImportError as exc:
@@ -132,18 +100,7 @@ def device(x):
 
 
 def to_numpy(x):
-    """``x`` as a host NumPy array: the same object for NumPy input.
-
-    Parameters
-    ----------
-    x : array
-        Array of any namespace.
-
-    Returns
-    -------
-    x_np : ndarray
-        A copy on the host (CuPy's ``get``), or ``x`` itself when it was one.
-    """
+    """``x`` as a host NumPy array: a copy, or ``x`` itself for NumPy input."""
     if _is_numpy_array(x):
         return x
     compat = _compat()
@@ -190,18 +147,6 @@ def ndtr(x, xp):
       is imported (as scikit-learn's ``array_api_dispatch`` requires); SciPy
       computes natively (PyTorch, JAX) or through NumPy. Otherwise a
       ValueError: Phi is never approximated.
-
-    Parameters
-    ----------
-    x : array
-        Points.
-    xp : module
-        Namespace of ``x``.
-
-    Returns
-    -------
-    phi : array
-        ``Phi(x)`` in namespace ``xp``.
     """
     if xp is np:
         return scipy.special.ndtr(x)

@@ -1,9 +1,7 @@
 """The one builder of ``privacy_report_`` tables, so the schema cannot drift.
 
-It also owns the report's scale-free numbers (:func:`attribute_variances`,
-:func:`relative_mse_bound`, :func:`attribute_fil_sd`), derived here once, and
-its metadata (:func:`privacy_report_metadata`, what ``privacy_report_.attrs``
-holds; public as :func:`sklearn_fil.report_io.privacy_report_metadata`).
+It also owns the report's scale-free numbers, derived below, and its metadata
+(public as :func:`sklearn_fil.report_io.privacy_report_metadata`).
 
 Scale-free bounds
 -----------------
@@ -113,16 +111,21 @@ def target_label(target_name, feature_names):
     return "y" if "y" not in feature_names else "target"
 
 
-def _float_columns(columns, n):
-    """``{name: float64 column of length n}``, checked."""
-    out = {}
+def _check_lengths(columns, n):
+    """Refuse a report column whose shape is not ``(n,)``."""
     for name, values in columns.items():
-        values = np.asarray(values, dtype=np.float64)
         if values.shape != (n,):
             raise ValueError(
                 f"Report column {name!r} has shape {values.shape}; expected ({n},)."
             )
-        out[name] = values
+
+
+def _float_columns(columns, n):
+    """``{name: float64 column of length n}``, checked."""
+    out = {
+        name: np.asarray(values, dtype=np.float64) for name, values in columns.items()
+    }
+    _check_lengths(out, n)
     return out
 
 
@@ -130,10 +133,9 @@ def _assemble(head, attributes, extra, index):
     """One frame from the leading columns, the attribute frame and the extras.
 
     Nothing is copied: each column of ``head`` and ``extra`` becomes its own
-    block, viewing the caller's array (a copy of them cost 0.09 s of a
-    report on 10**6 rows, mostly first-touching fresh pages), and ``pd.concat``
-    along the columns keeps each part's blocks as they are. The callers pass
-    arrays of their own that nothing else holds.
+    block, viewing the caller's array, and ``pd.concat`` along the columns
+    keeps each part's blocks as they are. The callers pass arrays of their
+    own that nothing else holds.
     """
     n = attributes.shape[0]
     parts = [pd.DataFrame(_float_columns(head, n), index=index, copy=False)]
@@ -230,12 +232,7 @@ def _dask_report(result, attribute_names, extra):
 
     columns = {"fil": result.fil, "dfil": result.dfil, "mse_bound": result.mse_bound}
     columns |= extra
-    n = result.fil.shape[0]
-    for name, values in columns.items():
-        if values.shape != (n,):
-            raise ValueError(
-                f"Report column {name!r} has shape {values.shape}; expected ({n},)."
-            )
+    _check_lengths(columns, result.fil.shape[0])
     names = list(columns)[:3] + [attribute_label(name) for name in attribute_names]
     names += list(extra)
     if len(set(names)) != len(names):
@@ -271,8 +268,6 @@ def with_report_attrs(report, attrs):
     return report
 
 
-# -- metadata -------------------------------------------------------------------
-
 SENSITIVE_NOTE = "computed from every example's data: keep it private"
 
 
@@ -280,9 +275,8 @@ SENSITIVE_NOTE = "computed from every example's data: keep it private"
 def _version():
     """The installed package's version, ``sklearn_fil.__version__``.
 
-    Asked once per process (asking the installed metadata took 0.5 ms, 2% of
-    a fit on 10^4 x 20 data), and read here rather than from the package,
-    which imports every layer above this module.
+    Asked once per process, and read here rather than from the package, which
+    imports every layer above this module.
     """
     try:
         return version("sklearn-fil")
@@ -291,11 +285,7 @@ def _version():
 
 
 def to_jsonable(value):
-    """``value`` with NumPy scalars, paths and non-finite floats made JSON-safe.
-
-    Dicts and sequences are converted item by item; non-finite floats become
-    None; anything else that JSON cannot hold becomes its ``str``.
-    """
+    """``value`` made JSON-safe: non-finite floats None, unknown objects ``str``."""
     if isinstance(value, dict):
         return {str(key): to_jsonable(item) for key, item in value.items()}
     if isinstance(value, list | tuple | np.ndarray | pd.Index):
@@ -312,11 +302,8 @@ def to_jsonable(value):
 def privacy_report_metadata(estimator, n_samples=None):
     """The context of a fitted estimator's privacy report, JSON-safe.
 
-    What ``privacy_report_.attrs`` holds and what
-    :func:`~sklearn_fil.report_io.write_privacy_report` writes beside the
-    CSV: the package version, the estimator and its parameters, the number
-    of examples, the noise, and the guarantee (ε, δ, neighbouring relation,
-    what is public) or the reason there is none.
+    What ``privacy_report_.attrs`` holds and
+    :func:`~sklearn_fil.report_io.write_privacy_report` writes beside the CSV.
 
     Parameters
     ----------
@@ -381,9 +368,6 @@ def privacy_report_metadata(estimator, n_samples=None):
     return to_jsonable(metadata)
 
 
-# -- scale-free numbers ---------------------------------------------------------
-
-
 def attribute_sizes(attributes):
     """Private coordinates of each attribute: 1, or ``m - 1`` for a group.
 
@@ -411,7 +395,7 @@ def _column_moments(X, sample_weight):
     each cache-sized block's moments take two passes over it in cache
     (:func:`_block_moments_kernel`), and the blocks' are merged by the update
     of Chan, Golub & LeVeque (:func:`_merge_moments`), in row order whatever
-    the threads (:func:`~sklearn_fil._glm.row_parallel`).
+    the threads (:func:`~sklearn_fil._threads.row_parallel`).
     """
     n = X.shape[0]
     weight = np.ones(n) if sample_weight is None else sample_weight
@@ -433,12 +417,7 @@ def _column_moments(X, sample_weight):
 
 @numba.njit(cache=True, nogil=True)
 def _block_moments_kernel(X, weight, start, stop, block):
-    """``(sum of weights, means, squared deviations)`` of the rows ``start:stop``.
-
-    Blocks of ``block`` rows: their weighted means, then the squared
-    deviations from them while the block is in cache, merged as in
-    :func:`_merge_moments`. Zero-weight blocks add nothing.
-    """
+    """:func:`_column_moments` of the rows ``start:stop``, by ``block`` rows."""
     d = X.shape[1]
     total = 0.0
     mean, m2 = np.zeros(d), np.zeros(d)
@@ -523,11 +502,7 @@ def _attribute_sums(columns, label, attributes):
 
 
 def _block_moments(X, y, omega):
-    """``(sum(omega), weighted means, weighted squared deviations)`` of a block.
-
-    The columns are those of ``X`` then ``y`` (when given); unit weights when
-    ``omega`` is None.
-    """
+    """``(sum(omega), weighted means, weighted squared deviations)`` of ``[X, y]``."""
     omega = np.ones(X.shape[0]) if omega is None else omega
     width = X.shape[1] + (y is not None)
     total = float(omega.sum())
@@ -675,11 +650,8 @@ def relative_mse_bound(attribute_fil, variance, sizes, *, group_fil="spectral"):
 def attribute_fil_sd(attribute_fil, variance, sizes):
     """Attribute FIL in units of the attribute's standard deviation.
 
-    ``eta_a t_a`` with ``t_a^2 = variance_a / sizes_a`` (the std of a feature
-    or the label; for a group, its summed variance spread over its ``m - 1``
-    coordinates). ``1 / (eta_a t_a)^2`` bounds the mean ``MSE / Var`` of any
-    unbiased reconstruction of the attribute of every example (module
-    docstring).
+    ``eta_a t_a`` with ``t_a^2 = variance_a / sizes_a``, whose meaning the
+    module docstring derives.
 
     Parameters
     ----------

@@ -1,15 +1,9 @@
 """Privacy reports with their context: settings and guarantee, kept on export.
 
-``privacy_report_.attrs`` holds :func:`privacy_report_metadata`; a CSV does
-not keep ``attrs``, so :func:`write_privacy_report` writes the report as CSV
-with the metadata in a JSON file beside it (same name, ``.json``), the layout
-``sklearn-fil report`` writes, and :func:`read_privacy_report` reads both back.
-
-A model fitted at the end of a :class:`~sklearn.pipeline.Pipeline` reports on
-the columns it was trained on, the prefix's output (``fil[x0|x1]``, ``x8``);
-:func:`privacy_report` and :func:`attribute_fil` give the same numbers named
-by the user's original columns (``fil[sex]``, ``age``) where the prefix says
-which transformed columns each one became.
+A CSV does not keep ``privacy_report_.attrs``, so the report is written as CSV
+with the metadata in a JSON file beside it, the layout ``sklearn-fil report``
+writes. :func:`privacy_report` and :func:`attribute_fil` name a Pipeline's
+report by the user's original columns.
 """
 
 # Authors: The sklearn-fil developers
@@ -455,10 +449,7 @@ def attribute_fil(model, *, sd=False):
 
     The ``attribute_fil_`` of ``model`` or, for a fitted
     :class:`~sklearn.pipeline.Pipeline`, of its final step, re-indexed as
-    :func:`privacy_report` renames its columns: one entry per original
-    column the prefix maps (``race`` for the one-hot group of its levels,
-    ``age`` for its scaled column, ``race=Other`` for a level measured on its
-    own), the label and unmapped attributes under their own names.
+    :func:`privacy_report` renames its columns.
 
     Parameters
     ----------

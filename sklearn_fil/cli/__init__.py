@@ -82,9 +82,6 @@ the training data and never publish it. A fixed --random-state makes the noise
 reproducible and therefore not private. This is a measurement and research
 tool; its noise sampler is not hardened for production DP releases."""
 
-# --------------------------------------------------------------------------------------
-# argument parsing
-
 
 def _checked(convert, test, rule):
     """An argparse type: ``convert(text)``, refused unless ``test(value)``."""
@@ -223,10 +220,6 @@ def _build_parser():
     ]:
         group.add_argument(name, help=_HELP[name], **options)
     return parser
-
-
-# --------------------------------------------------------------------------------------
-# the command
 
 
 def _fit(args, model, data_norm, onehot_groups, X, y):

@@ -49,10 +49,6 @@ _LOGISTIC = _Model("logistic", OutputPerturbedLogisticRegression, "logistic regr
 _MODELS = {model.name: model for model in (_LINEAR, _LOGISTIC)}
 
 
-# --------------------------------------------------------------------------------------
-# the --dataset registry
-
-
 def _class_names(y, target_names):
     """``{class: name}`` when the classes are 0..k-1 indexing ``target_names``."""
     names, classes = np.asarray(target_names), np.unique(np.asarray(y))
@@ -145,10 +141,6 @@ def _dataset_table(X, onehot_groups):
     features["n_levels"] = features["n_levels"].astype("Int64")
     features = features.assign(n_missing=0).set_index("column")
     return {"features": features, "dropped": {}, "notes": [], "leaks": {}}
-
-
-# --------------------------------------------------------------------------------------
-# a CSV file: its target and columns
 
 
 def _load_data(args, sym):
@@ -302,10 +294,6 @@ def _prepare_table(features, y, args, notes):
         "preprocessed": True,
     }
     return X, preparer.onehot_groups_, table
-
-
-# --------------------------------------------------------------------------------------
-# the model
 
 
 def _choose_model(model, y, from_csv):

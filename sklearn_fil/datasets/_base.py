@@ -25,26 +25,12 @@ from sklearn.utils import Bunch
 
 @dataclass(frozen=True)
 class _DataFile:
-    """A data file shipped inside an installable package.
+    """A data file shipped inside an installable package."""
 
-    Attributes
-    ----------
-    module : str
-        Top-level module of the package (what :func:`find_spec` looks up).
-    dist : str
-        Distribution name on PyPI.
-    install : str
-        Exact command that installs the package.
-    relpath : tuple of str
-        Path of the file inside the package directory.
-    sha256 : str
-        SHA-256 hex digest of the file.
-    """
-
-    module: str
-    dist: str
-    install: str
-    relpath: tuple
+    module: str  # top-level module, what find_spec looks up
+    dist: str  # distribution name on PyPI
+    install: str  # exact command that installs the package
+    relpath: tuple  # path of the file inside the package directory
     sha256: str
 
 
@@ -57,13 +43,7 @@ def _missing_package_message(data_file, detail):
 
 
 def _package_dir(data_file):
-    """Directory of ``data_file.module``, found without importing it.
-
-    Raises
-    ------
-    ImportError
-        When the module cannot be found.
-    """
+    """Directory of ``data_file.module``, found without importing it."""
     try:
         spec = find_spec(data_file.module)
     except (ImportError, ValueError):
@@ -94,15 +74,7 @@ def _data_path(data_file):
 
 
 def _read_data_file(data_file):
-    """The bytes of ``data_file`` after checking their SHA-256.
-
-    Raises
-    ------
-    ImportError
-        When the package, or the file inside it, is missing.
-    ValueError
-        When the file's SHA-256 differs from the recorded one.
-    """
+    """The bytes of ``data_file``, refused unless their SHA-256 is the recorded one."""
     path = _data_path(data_file)
     content = path.read_bytes()
     digest = hashlib.sha256(content).hexdigest()
@@ -115,8 +87,6 @@ def _read_data_file(data_file):
     return content
 
 
-# -- restricted unpickling ---------------------------------------------------
-
 # What a pickled ndarray needs, under the module names of NumPy 1 and 2.
 # Admitting every ``numpy.*`` global would not be safe: some NumPy functions
 # execute code or touch files (``numpy.testing``'s ``runstring`` calls exec).
@@ -128,17 +98,7 @@ _NUMPY_ARRAY_GLOBALS = frozenset(
 
 
 class _RestrictedUnpickler(pickle.Unpickler):
-    """Unpickler that resolves only the globals in ``allowed``.
-
-    Parameters
-    ----------
-    file : file object
-        Binary file to read the pickle from.
-    allowed : frozenset of (str, str)
-        The ``(module, name)`` pairs that may be resolved.
-    **kwargs : dict
-        Passed to :class:`pickle.Unpickler` (e.g. ``encoding``).
-    """
+    """Unpickler that resolves only the ``(module, name)`` globals in ``allowed``."""
 
     def __init__(self, file, *, allowed, **kwargs):
         super().__init__(file, **kwargs)
@@ -158,17 +118,8 @@ class _RestrictedUnpickler(pickle.Unpickler):
 
 
 def _restricted_loads(stream, allowed=_NUMPY_ARRAY_GLOBALS, **kwargs):
-    """Unpickle ``stream`` (a binary file object), admitting only ``allowed``.
-
-    Raises
-    ------
-    pickle.UnpicklingError
-        When the pickle refers to a global outside ``allowed``.
-    """
+    """Unpickle ``stream`` (a binary file object), admitting only ``allowed``."""
     return _RestrictedUnpickler(stream, allowed=allowed, **kwargs).load()
-
-
-# -- parameter checks and output ---------------------------------------------
 
 
 def _check_option(name, value, options):
@@ -217,10 +168,7 @@ def _onehot(values, feature, levels, drop_last):
 
 
 def _group_items(feature_names, keep_all_levels, sensitive):
-    """``onehot_groups``, ``sensitive_attribute`` and ``sensitive_columns``.
-
-    The column indices of a feature's one-hot columns, ``feature=level``.
-    """
+    """``onehot_groups``, ``sensitive_attribute`` and ``sensitive_columns``."""
 
     def columns_of(feature):
         prefix = f"{feature}="

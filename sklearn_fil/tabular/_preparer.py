@@ -44,10 +44,6 @@ class TablePreparer(TransformerMixin, BaseEstimator):
       ``max_levels`` levels (the ``max_levels - 1`` most frequent and one
       ``(other)``).
 
-    Each categorical column becomes one attribute of an estimator's privacy
-    report when its levels are passed as ``onehot_groups`` (its
-    ``onehot_groups_``): the FIL of the constrained one-hot group.
-
     Every step is fitted on every row: the imputed values, the scaling and
     the levels depend on each example, and the FIL and ε of the model fitted
     after this transformer cover the transformed rows, not this step.
@@ -83,7 +79,8 @@ class TablePreparer(TransformerMixin, BaseEstimator):
         imputed).
     onehot_groups_ : dict of str to list of str
         ``{categorical column: its one-hot output columns}``: the
-        ``onehot_groups`` of an sklearn-fil estimator fitted on the output.
+        ``onehot_groups`` of an sklearn-fil estimator fitted on the output,
+        which then reports each categorical column as one attribute.
     notes_ : dict of str to str
         ``{column: note}`` of the text columns read as numbers, each note
         counting (and showing) the entries read as missing.
@@ -170,21 +167,19 @@ class TablePreparer(TransformerMixin, BaseEstimator):
 
     @_fit_context(prefer_skip_nested_validation=True)
     def fit_transform(self, X, y=None):
-        """Fit, then return the model inputs of ``X``.
+        """:meth:`fit`, then :meth:`transform` of ``X``.
 
         Parameters
         ----------
         X : pandas.DataFrame of shape (n_samples, n_features)
-            The raw table, columns named by strings, missing values allowed.
+            As in :meth:`fit`.
         y : array-like of shape (n_samples,), default=None
-            The target; when it has two distinct values, the columns that
-            alone predict it are listed in ``target_leaks_``.
+            As in :meth:`fit`.
 
         Returns
         -------
         X_out : pandas.DataFrame of shape (n_samples, n_features_out)
-            Standardised numeric columns, then the one-hot columns of each
-            categorical column, named by :meth:`get_feature_names_out`.
+            As :meth:`transform` returns it.
         """
         return self._fit_transform(X, y)
 
@@ -199,8 +194,9 @@ class TablePreparer(TransformerMixin, BaseEstimator):
         Returns
         -------
         X_out : pandas.DataFrame of shape (n_samples, n_features_out)
-            The fitted imputation, scaling and encoding applied; a level not
-            seen in :meth:`fit` encodes as all zeros.
+            Standardised numeric columns, then the one-hot columns of each
+            categorical column, named by :meth:`get_feature_names_out`; a
+            level not seen in :meth:`fit` encodes as all zeros.
         """
         check_is_fitted(self, "column_transformer_")
         X = _check_frame(X)

@@ -1,10 +1,7 @@
 """Overflow-safe row norms and the row clipping of the DP guarantees.
 
-One owner for both: the estimators clip their training rows with
-:func:`clip_rows`, and the attacks, which re-run the training recipe, clip
-theirs with the same function, so the two can never drift apart. Both take
-dense rows or a CSR array, whose stored values alone are touched (the sparse
-row primitives live in :mod:`sklearn_fil.utils._sparse`).
+The estimators and the attacks, which re-run the training recipe, clip with
+the same :func:`clip_rows`, so the two can never drift apart.
 """
 
 # Authors: The sklearn-fil developers
@@ -16,23 +13,13 @@ from sklearn_fil.utils import _sparse
 
 
 def row_norms(X):
-    """L2 norm of every row, without overflow or underflow.
+    """L2 norm of every finite row (dense or CSR), without overflow or underflow.
 
     ``np.linalg.norm(X, axis=1)`` squares the entries, so it returns ``inf``
     for rows whose entries exceed about ``1e154`` and ``0`` for rows of
     entries below about ``1e-154``. Dividing each row by its largest absolute
     entry first keeps every square in ``[0, 1]``; the result is exact to a
     few ulps for every finite row.
-
-    Parameters
-    ----------
-    X : {ndarray, csr_array} of shape (n_samples, n_features)
-        Finite rows.
-
-    Returns
-    -------
-    norms : ndarray of shape (n_samples,)
-        ``||x_i||_2`` for every row.
 
     Examples
     --------
@@ -71,8 +58,7 @@ def clip_rows(X, max_norm, exempt=()):
     max_norm : float
         Bound on the L2 norm of every returned row, > 0.
     exempt : sequence of int, default=()
-        Columns not to rescale; their squared norm must be the same in every
-        row and below ``max_norm^2``.
+        Columns not to rescale, of the same norm, below ``max_norm``, in every row.
 
     Returns
     -------

@@ -1,11 +1,8 @@
 """Row-chunked Dask arrays: checks, sums over blocks, maps over blocks.
 
-The FIL engine and the GLM fit make the same two kinds of pass over the
-rows: sums (Grams, gradients, objectives) and per-example maps. On a Dask
-array chunked by rows only, a sum is a per-block function whose results are
-added in a tree (:func:`tree_sum`), a map a per-block function mapped lazily
-(:func:`map_rows`). Dask is imported only here, and only when Dask input
-arrives (:func:`is_dask` needs no import).
+The FIL engine and the GLM fit make two kinds of pass over the rows: sums
+(Grams, gradients, objectives) and per-example maps. Dask is imported only
+here, and only when Dask input arrives.
 """
 
 # Authors: The sklearn-fil developers

@@ -7,18 +7,9 @@ import numpy as np
 
 
 def membership_array(membership):
-    """``membership`` as a boolean array, checked to hold only 0/1 values.
+    """``membership == 1``, checked to hold only 0/1 (or False/True) values.
 
-    Parameters
-    ----------
-    membership : array-like of shape (n_samples,)
-        1 (or True) for rows in the model's training set, 0 (or False) for
-        the others.
-
-    Returns
-    -------
-    member : ndarray of bool of shape (n_samples,)
-        ``membership == 1``.
+    1 marks the rows in the model's training set.
     """
     membership = np.asarray(membership)
     if membership.ndim != 1:

@@ -143,8 +143,8 @@ class _Columns:
 def _group_name(names):
     """A one-hot group's name: its columns' common prefix, cut at its last ``_``.
 
-    ``["onehot__race_Asian", "onehot__race_Other"]`` gives ``"onehot__race"``,
-    the name :class:`~sklearn.preprocessing.OneHotEncoder` joined to each level.
+    That is the name :class:`~sklearn.preprocessing.OneHotEncoder` joined to
+    each level (``onehot__race`` of ``onehot__race_Asian``).
     """
     names = [str(name) for name in names]
     prefix = min(names)

@@ -1,8 +1,6 @@
 """Per-example losses of any fitted scikit-learn model.
 
-The membership attacks and the intrinsic-privacy audit both score examples
-by the loss of a model on them: the log loss of a classifier with
-``predict_proba``, or the squared error of a regressor.
+The membership attacks and the intrinsic-privacy audit score examples by them.
 """
 
 # Authors: The sklearn-fil developers

@@ -1,23 +1,10 @@
 """A fitted Pipeline seen by an attack: public prefix, private final model.
 
-A :class:`~sklearn.pipeline.Pipeline` whose last step is the private model is
-split into its prefix (the transformers) and that model. The prefix (scalers,
-encoders, imputers) was fitted on all the data and is treated as public
-knowledge of the adversary: the attacks transform the adversary's raw rows
-with it and attack the final model in the transformed space. A released
-pipeline is the same prefix followed by ``pipe[-1].release()`` in a new
-``Pipeline``: :func:`release` (public, as ``sklearn_fil.release``) makes it,
-with copies of the prefix and a warning unless the prefix is declared public.
-
-:func:`original_columns` maps each original (raw) column to its transformed
-columns when the prefix ends with a fitted
-:class:`~sklearn.compose.ColumnTransformer` (or is one): a
-:class:`~sklearn.preprocessing.OneHotEncoder` column to the one-hot group of
-its levels, a column-wise transformer (a scaler, ``"passthrough"``) to its one
-column; or, for a prefix that keeps its columns (a scaler fitted on a
-DataFrame), each column to itself. :func:`attribute_labels` names the final
-step's attributes (its report's ``fil[<attribute>]`` columns) by those
-original columns. They are the one owner of this map: the attacks, the
+The prefix (scalers, encoders, imputers) is treated as public knowledge of
+the adversary: the attacks transform the adversary's raw rows with it and
+attack the final model in the transformed space. This module is the one owner
+of the map from original columns to the final step's attributes
+(:func:`original_columns`, :func:`attribute_labels`): the attacks, the
 displays and :mod:`sklearn_fil.report_io` read it from here.
 """
 
@@ -41,18 +28,7 @@ from sklearn_fil.utils._release import fitted_params
 def split_pipeline(model):
     """``(prefix, final)`` of a fitted Pipeline; ``(None, model)`` otherwise.
 
-    Parameters
-    ----------
-    model : estimator
-        A fitted estimator or a fitted :class:`~sklearn.pipeline.Pipeline`.
-
-    Returns
-    -------
-    prefix : Pipeline or None
-        A new Pipeline of the fitted transformers of ``model`` (its steps but
-        the last, shared, not copied), None when ``model`` is no Pipeline.
-    final : estimator
-        ``model[-1]``, or ``model`` itself.
+    The prefix is a new Pipeline of the steps but the last, shared, not copied.
     """
     if isinstance(model, Pipeline):
         return Pipeline(model.steps[:-1]), model[-1]
@@ -83,8 +59,7 @@ def release(model, *, public_prefix=False):
         whose last step has one.
     public_prefix : bool, default=False
         Whether the caller declares the pipeline's prefix public (fitted on
-        public data only). When False, releasing a Pipeline with a prefix
-        warns with a :class:`~sklearn_fil.exceptions.PrivacyLeakWarning`.
+        public data only); see Warns.
 
     Returns
     -------
@@ -239,11 +214,7 @@ def _column_transformer_columns(ct):
 
 
 def _one_to_one_columns(prefix):
-    """``{original column: ([index], None)}`` of a prefix that keeps its columns.
-
-    A prefix whose output names are its input names (a scaler, an imputer
-    without indicators, fitted on a DataFrame) maps column ``j`` to ``j``.
-    """
+    """``{original column: ([index], None)}`` of a prefix that keeps its columns."""
     names_in = getattr(prefix, "feature_names_in_", None)
     try:
         names_out = prefix.get_feature_names_out()
@@ -257,15 +228,10 @@ def _one_to_one_columns(prefix):
 def attribute_labels(estimator):
     """``{attribute of the report: its name in original columns}`` of a Pipeline.
 
-    The final step reports one FIL per attribute it was trained on: a
-    transformed column (``x3``, or the prefix's output name) or a one-hot
-    group it measured as one attribute (``onehot_groups="auto"``). An
-    attribute whose columns are exactly those an original column became is
-    named after it (``race`` for the group of its levels, ``age`` for its
-    scaled column); a single level of a one-hot encoded column measured on
-    its own is ``column=level``. Attributes the prefix does not map (e.g.
-    the output of :class:`~sklearn.preprocessing.PolynomialFeatures`) and the
-    label are absent.
+    The naming of :func:`sklearn_fil.report_io.privacy_report`: an attribute
+    whose columns are exactly those an original column became is named after
+    it, a one-hot level measured on its own ``column=level``; attributes the
+    prefix does not map and the label are absent.
 
     Parameters
     ----------

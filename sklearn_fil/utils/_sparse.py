@@ -1,12 +1,8 @@
-"""Sparse (CSR) rows: canonical form, row scaling, row norms and clipping.
+"""Sparse (CSR) rows: canonical form, row scaling, overflow-safe row norms.
 
-The GLM estimators and the FIL engine accept scipy sparse input (the default
-output of :class:`~sklearn.preprocessing.OneHotEncoder` and of a
-:class:`~sklearn.compose.ColumnTransformer`) without densifying it: every
-stage works on the ``nnz`` stored values, or on dense temporaries of a chunk
-of rows. This module owns the row operations that have no scipy one-liner: scaling
-rows and their overflow-safe L2 norms, with which
-:mod:`sklearn_fil.utils._clipping` clips CSR rows as it clips dense ones.
+The estimators and the FIL engine take sparse input without densifying it:
+every stage works on the ``nnz`` stored values, or on dense temporaries of a
+chunk of rows. These are the row operations that have no scipy one-liner.
 """
 
 # Authors: The sklearn-fil developers
@@ -26,16 +22,7 @@ def as_csr(X):
 
     Sorted indices without duplicates (duplicates summed), so that each
     stored value is one matrix entry. Shares the arrays of a canonical CSR
-    input (no copy); never modifies the input.
-
-    Parameters
-    ----------
-    X : sparse array or matrix of shape (n_samples, n_features)
-        Any scipy sparse format.
-
-    Returns
-    -------
-    X : csr_array of shape (n_samples, n_features)
+    input (no copy); never modifies the input, of any scipy sparse format.
 
     Examples
     --------
@@ -76,28 +63,7 @@ def entry_norms(rows, values, n):
 
 
 def row_norms(X):
-    """L2 norm of every row of a CSR ``X``, without overflow or underflow.
-
-    The sparse twin of :func:`sklearn_fil.utils._clipping.row_norms`: each
-    row is divided by its largest absolute entry before squaring.
-
-    Parameters
-    ----------
-    X : csr_array of shape (n_samples, n_features)
-        Finite rows.
-
-    Returns
-    -------
-    norms : ndarray of shape (n_samples,)
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from scipy import sparse
-    >>> from sklearn_fil.utils._sparse import row_norms
-    >>> row_norms(sparse.csr_array(np.array([[3e200, 0, 4e200], [0, 0, 3e-200]])))
-    array([5.e+200, 3.e-200])
-    """
+    """The sparse twin of :func:`sklearn_fil.utils._clipping.row_norms`."""
     return entry_norms(row_ids(X), X.data, X.shape[0])
 
 
