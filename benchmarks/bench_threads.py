@@ -12,7 +12,12 @@ with the policy on and off, alternating (best of ``--repeats``):
 * ``row_parallel`` (a pass's fixed row segments shared over Python threads,
   BLAS and numba on one thread in each): off runs the same segments in turn,
   under ``threadpoolctl.threadpool_limits(1)`` and ``numba.set_num_threads(1)``.
-  The sums are the same either way (the segments are fixed).
+  The sums are the same either way (the segments are fixed);
+* the block sizes (``_GRAM_BLOCK_BYTES`` of a weighted Gram's scaled rows,
+  ``CACHE_BYTES`` of a GEMM output block a kernel reads back): off makes
+  each block a whole segment of ``row_parallel``. The last bits of the sums
+  change with the blocks: the sizes are fixed constants, not tuned per
+  machine.
 
 Run it on an idle machine: the point is a policy's worth on users' machines,
 not under a shared CI load.
@@ -66,6 +71,16 @@ def row_parallel_off():
         numba.set_num_threads(threads)
 
 
+@contextlib.contextmanager
+def blocks_off():
+    saved = _threads._GRAM_BLOCK_BYTES, _threads.CACHE_BYTES
+    _threads._GRAM_BLOCK_BYTES = _threads.CACHE_BYTES = 2**62
+    try:
+        yield
+    finally:
+        _threads._GRAM_BLOCK_BYTES, _threads.CACHE_BYTES = saved
+
+
 def _data(n, p, classify, seed=0):
     rng = np.random.default_rng(seed)
     X = rng.standard_normal((n, p)) / np.sqrt(p)
@@ -104,6 +119,13 @@ CASES = {
         [
             _fits(OutputPerturbedLogisticRegression, 1_000_000, 100),
             _fits(OutputPerturbedLinearRegression, 300_000, 100),
+        ],
+    ),
+    "blocks": (
+        blocks_off,
+        [
+            _fits(OutputPerturbedLogisticRegression, 300_000, 100),
+            _fits(OutputPerturbedLinearRegression, 300_000, 500),
         ],
     ),
 }

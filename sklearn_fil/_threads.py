@@ -3,7 +3,7 @@
 Small work runs on one thread (:func:`small_work`); large passes share fixed
 segments of rows over Python threads, BLAS and numba on one thread in each
 (:func:`row_parallel`); blocks of rows are sized to stay in a core's cache.
-Each policy is kept because it wins by more than 10 % on an idle machine: see
+Each policy is kept while it wins by at least 10 % on an idle machine: see
 ``benchmarks/results/threads.md`` (``benchmarks/bench_threads.py`` measures it).
 """
 
