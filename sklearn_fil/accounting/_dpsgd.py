@@ -751,7 +751,7 @@ class PerInstanceAccountant:
     ``rdp + log(1/delta) / (alpha - 1)`` of Mironov 2017 used by Yu et al.).
 
     Each example's steps per rounded level are counted exactly and sparsely
-    (about 50 bytes per example, :mod:`~sklearn_fil.accounting._dpsgd_histogram`);
+    (about 50 bytes per example, ``accounting/_dpsgd_histogram.py``);
     a step costs O(examples whose norms are given), and :attr:`rdp` builds the
     whole array.
 

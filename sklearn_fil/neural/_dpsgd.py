@@ -360,7 +360,7 @@ class DPSGDClassifier(GuaranteeMixin, ClassifierMixin, BaseEstimator):
         0/1 values with exactly one 1 per row (checked before any work). A
         group of ``k`` columns is one attribute ``fil[<name>]``, measured on
         the ``k - 1`` dimensions of its constraint's tangent space (see
-        :class:`~sklearn_fil.neural._training.FILAccumulator`).
+        ``FILAccumulator`` in ``neural/_training.py``).
     norm_precision : float, default=0.01
         Per-instance accounting rounds each gradient norm (in units of
         ``C``) up to a multiple of this.

@@ -228,7 +228,7 @@ def assert_same_release(a, b):
     """Assert that two fitted estimators' releases differ only in the noise.
 
     Every field of ``a.release()`` and ``b.release()`` is equal (by
-    :func:`joblib.hash`) except the weights' values; the weights have the
+    ``joblib.hash``) except the weights' values; the weights have the
     same shapes.
 
     Parameters
@@ -479,7 +479,7 @@ def check_attack_results_leave_attack_unchanged(attack, *fit_args, **fit_params)
     Each of ``decision_function``, ``predict``, ``transform``, ``score`` and
     ``get_feature_names_out`` the attack has is called with its required
     arguments, taken from the fit's (positionally from ``fit_args``, then by
-    name from ``fit_params``); :func:`joblib.hash` of ``vars(attack)`` must
+    name from ``fit_params``); ``joblib.hash`` of ``vars(attack)`` must
     not change.
     """
     fitted = _with_model(attack, attack.model).fit(*fit_args, **fit_params)
