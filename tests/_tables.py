@@ -1,7 +1,7 @@
 # Authors: The sklearn-fil developers
 # SPDX-License-Identifier: BSD-3-Clause
 
-"""A small raw table of mixed types, for the CLI's and the preparer's tests."""
+"""Small raw tables for the CLI's and the preparer's tests."""
 
 import numpy as np
 import pandas as pd
@@ -27,4 +27,36 @@ def mixed_frame(n=80, seed=0):
     frame.loc[[4, 8, 12], "score"] = "?"
     signal = frame["income"] / 50 + (frame["colour"] == "red") + rng.normal(0, 1, n)
     frame["y"] = np.where(signal > signal.median(), "yes", "no")
+    return frame
+
+
+# Why the preparer drops each column of uninformative_frame.
+UNINFORMATIVE_REASONS = {
+    "visit": "dates or times (e.g. '2020-01-01')",
+    "comment": "free text or an identifier: 120 distinct values in 120 rows",
+    "unit": "constant: 'kg' in every row",
+    "blank": "empty: every value is missing",
+    "x_copy": "duplicate of 'x' (the same value in every row)",
+}
+
+
+def uninformative_frame(label=False):
+    """One numeric column ``x`` beside the columns of ``UNINFORMATIVE_REASONS``.
+
+    With ``label``, a last column ``y``: 0/1 from ``x`` plus noise.
+    """
+    rng = np.random.default_rng(1)
+    n = 120
+    frame = pd.DataFrame(
+        {
+            "x": rng.normal(size=n),
+            "visit": pd.date_range("2020-01-01", periods=n, freq="D").astype(str),
+            "comment": [f"note number {i}" for i in range(n)],
+            "unit": "kg",
+            "blank": np.nan,
+        }
+    )
+    frame["x_copy"] = frame["x"]
+    if label:
+        frame["y"] = (frame["x"] + rng.normal(size=n) > 0).astype(int)
     return frame

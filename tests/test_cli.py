@@ -27,7 +27,7 @@ from sklearn_fil import (
 from sklearn_fil.accounting import default_delta
 from sklearn_fil.cli import main
 from sklearn_fil.report_io import sidecar_path
-from tests._tables import mixed_frame
+from tests._tables import UNINFORMATIVE_REASONS, mixed_frame, uninformative_frame
 
 OPTIONS = [
     "--dataset",
@@ -484,31 +484,12 @@ def test_drop_keep_and_categorical(tmp_path, capsys):
 
 
 def test_uninformative_columns_are_dropped(tmp_path, capsys):
-    rng = np.random.default_rng(1)
-    n = 120
-    frame = pd.DataFrame(
-        {
-            "x": rng.normal(size=n),
-            "visit": pd.date_range("2020-01-01", periods=n, freq="D").astype(str),
-            "comment": [f"note number {i}" for i in range(n)],
-            "unit": "kg",
-            "blank": np.nan,
-        }
-    )
-    frame["x_copy"] = frame["x"]
-    frame["y"] = (frame["x"] + rng.normal(size=n) > 0).astype(int)
     csv, out_path = tmp_path / "data.csv", tmp_path / "r.csv"
-    frame.to_csv(csv, index=False)
+    uninformative_frame(label=True).to_csv(csv, index=False)
     assert main(["report", str(csv), "--target", "y", "--out", str(out_path)]) == 0
     out, _ = capsys.readouterr()
     why = {d["column"]: d["why"] for d in _sidecar(out_path)["dropped"]}
-    assert why == {
-        "visit": "dates or times (e.g. '2020-01-01')",
-        "comment": "free text or an identifier: 120 distinct values in 120 rows",
-        "unit": "constant: 'kg' in every row",
-        "blank": "empty: every value is missing",
-        "x_copy": "duplicate of 'x' (the same value in every row)",
-    }
+    assert why == UNINFORMATIVE_REASONS
     assert "turn it into a number" in out
     assert _attributes(pd.read_csv(out_path, index_col=0)) == ["fil[x]", "fil[y]"]
 
