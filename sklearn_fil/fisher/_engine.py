@@ -242,7 +242,7 @@ class _Problem(GLMProblem):
 
     @cached_property
     def margins(self):
-        return self.X @ self.coef + (self.intercept if self.fit_intercept else 0.0)
+        return self.margin(self.w)
 
     @cached_property
     def derivatives(self):
