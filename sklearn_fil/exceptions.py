@@ -9,6 +9,7 @@ __all__ = [
     "ClippingWarning",
     "NotAMinimiserWarning",
     "PrivacyLeakWarning",
+    "UtilityWarning",
 ]
 
 
@@ -66,4 +67,25 @@ class NotAMinimiserWarning(UserWarning):
     the size of its terms: the Fisher information loss is derived from the
     implicit-function Jacobian of the minimiser, so at other weights its
     numbers mean nothing. Fit to a tighter tolerance.
+    """
+
+
+class UtilityWarning(UserWarning):
+    """A released model is no better than a constant on its training rows.
+
+    Issued at the end of ``fit`` by the released estimators
+    (:class:`~sklearn_fil.OutputPerturbedLogisticRegression`,
+    :class:`~sklearn_fil.OutputPerturbedLinearRegression`, the IRFIL models
+    and :class:`~sklearn_fil.neural.DPSGDClassifier`) when the released, noised
+    model's training accuracy does not exceed the majority rate by more than
+    two binomial standard errors, or its training R^2 does not exceed what
+    ``d`` uninformative inputs reach by chance, ``(d + 2 sqrt(2 d)) / n``: the
+    same verdict as the ``sklearn-fil`` command's summary. Its FIL and ε then
+    describe a model that learned nothing useful; raise the target ε or
+    lower the noise, add data, or change the L2 strength.
+
+    The check reads the private training data, so the warning itself is
+    about them: it is not part of :meth:`release`. Silence it with
+    ``warnings.simplefilter("ignore", UtilityWarning)`` where many noisy
+    models are fitted on purpose.
     """

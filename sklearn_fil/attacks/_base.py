@@ -133,7 +133,8 @@ def target_glm(model, attack, *, informed=False):
         their example weights depend on all the data and are not released.
     ValueError
         When the target was trained with non-uniform example weights and the
-        adversary passes none: the attack would re-run the wrong objective.
+        adversary passes none: the attack would re-run the wrong objective;
+        or when the target is multinomial (more than two classes).
     """
     irfil = isinstance(model, _IRFIL)
     if not (isinstance(model, _OUTPUT_PERTURBED) or (irfil and informed)):
@@ -152,6 +153,14 @@ def target_glm(model, attack, *, informed=False):
             )
         )
     check_is_fitted(model, "coef_")
+    if np.ndim(model.coef_) == 2:  # one row of weights per class
+        raise ValueError(
+            f"{attack} re-runs the training procedure of a binary or regression "
+            f"GLM; the target is a multinomial model of {len(model.classes_)} "
+            "classes, which it does not attack. Membership inference by loss "
+            "(LossThresholdMembershipInference) and BlackBoxAttributeInversion "
+            "query any classifier."
+        )
     # models from before the flag existed fall back to the unweighted recipe
     weighted = bool(getattr(model, "_weighted", False))
     if weighted and not informed:
@@ -164,9 +173,12 @@ def target_glm(model, attack, *, informed=False):
     params = fitted_params(model)
     return GLMRecipe(
         family=family,
-        lam=float(params["lam"]),
+        # the values the fit used ("auto" resolved); older models: the params
+        lam=float(getattr(model, "lam_", params["lam"])),
         fit_intercept=bool(params["fit_intercept"]),
-        penalize_intercept=bool(params["penalize_intercept"]),
+        penalize_intercept=bool(
+            getattr(model, "penalize_intercept_", params["penalize_intercept"])
+        ),
         # only OutputPerturbedLogisticRegression clips
         data_norm=params.get("data_norm"),
         classes=np.asarray(model.classes_) if family.is_classifier else None,

@@ -40,6 +40,7 @@ from sklearn_fil.audit._pipeline import (
 )
 from sklearn_fil.audit._sensitivity import sgd_sensitivity_bound
 from sklearn_fil.exceptions import CalibrationRangeWarning
+from sklearn_fil.utils._baseline import utility_warnings_ignored
 from sklearn_fil.utils._fitted import fit_or_clear
 from sklearn_fil.utils._per_example_loss import loss_kind, per_example_loss
 from sklearn_fil.utils._sklearn_compat import Interval, _fit_context
@@ -93,7 +94,8 @@ def _fit_one(estimator, X, y, replaced, seed, init, hook, names, attack):
     # A copy: scikit-learn's SGD trains in the coef_init it is given, and the
     # tasks of one seed share their initialisation.
     init = {} if init is None else dict(zip(hook, copy.deepcopy(init), strict=True))
-    model.fit(X[rows], y[rows], **init)
+    with utility_warnings_ignored():  # the probe showed it, once
+        model.fit(X[rows], y[rows], **init)
     losses = None
     if attack is not None:
         kind, calibration, members, X_out, y_out = attack

@@ -17,9 +17,10 @@ from typing import ClassVar, NamedTuple
 
 import numpy as np
 import pandas as pd
-from scipy.special import expit
+from scipy.special import expit, softmax
 from sklearn import config_context
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
+from sklearn.metrics import r2_score
 from sklearn.utils import assert_all_finite
 from sklearn.utils.multiclass import check_classification_targets, type_of_target
 from sklearn.utils.validation import check_is_fitted, check_non_negative, validate_data
@@ -39,6 +40,7 @@ from sklearn_fil._report import (
 from sklearn_fil._threads import row_parallel, small_work
 from sklearn_fil.accounting import Guarantee, gaussian_rdp, mse_bound_rdp
 from sklearn_fil.fisher import fisher_information_loss
+from sklearn_fil.utils._baseline import fit_quality, warn_if_useless
 from sklearn_fil.utils._dask import (
     check_dense_dask_array,
     check_row_chunked,
@@ -70,11 +72,19 @@ from sklearn_fil.utils._sparse import as_csr, issparse
 
 # Private fitted state, cleared with the public attributes at each fit
 # (``_weighted``: the training recipe's non-uniform weights, which attacks re-run).
-_PRIVATE_STATE = ("_weighted", "_onehot_groups", "_dask_weights", FITTED_PARAMS)
+_PRIVATE_STATE = (
+    "_weighted",
+    "_onehot_groups",
+    "_dask_weights",
+    "_n_classes",
+    FITTED_PARAMS,
+)
 _PUBLIC = (
     "coef_",
     "intercept_",
     "sigma_",
+    "lam_",
+    "penalize_intercept_",
     "classes_",
     "n_features_in_",
     "feature_names_in_",
@@ -212,9 +222,30 @@ class BaseReleasedGLM(GuaranteeMixin, BaseEstimator):
         """Noise std of the release (before the fit); ``sigma`` by default."""
         return float(self.sigma)
 
+    def _resolve_params(self, omega, delta):
+        """``(lam_, penalize_intercept_)`` of the fit: the parameters by default.
+
+        Subclasses resolve ``"auto"`` values here, from public numbers only.
+        """
+        return float(self.lam), bool(self.penalize_intercept)
+
+    def _set_resolved_params(self, omega, delta):
+        """Set ``lam_`` and ``penalize_intercept_``, before the noise and the fit.
+
+        Both are public (:meth:`release` keeps them): what the fit, the
+        attacks and the audits read, never the parameters, which may be
+        ``"auto"``.
+        """
+        self.lam_, self.penalize_intercept_ = self._resolve_params(omega, delta)
+
     def _per_instance_columns(self, X, y, w, omega, delta, result):
         """Report columns of each example's own leakage (none by default)."""
         return {}
+
+    def _attribute_scales(self, X, y, result, weight):
+        """``(variance, sizes)`` of the report's attributes (see _report)."""
+        variance = attribute_variances(X, y, result.attributes, weight)
+        return variance, attribute_sizes(result.attributes)
 
     def _fit_clean(self, X, y, sample_weight):
         return fit_or_clear(
@@ -233,10 +264,9 @@ class BaseReleasedGLM(GuaranteeMixin, BaseEstimator):
         with small_work(X.shape[0], X.shape[1] + self.fit_intercept):
             w, omega, result = self._solve(X, y, omega, groups)
             # in units of each attribute's std (weighted, of the rows as fitted)
-            variance = attribute_variances(X, y, result.attributes, fit_weight)
+            variance, sizes = self._attribute_scales(X, y, result, fit_weight)
             per_instance = self._per_instance_columns(X, y, w, omega, delta, result)
         attribute_names = self._attribute_names(result, groups, target_name)
-        sizes = attribute_sizes(result.attributes)
         self.privacy_report_ = make_privacy_report(
             result,
             attribute_names,
@@ -256,8 +286,14 @@ class BaseReleasedGLM(GuaranteeMixin, BaseEstimator):
         self.guarantee_ = self._guarantee(omega, delta)
         released = w + noise_rng(self.random_state).normal(0.0, self.sigma_, w.shape)
         d = X.shape[1]
-        self.coef_ = released[:d]
-        self.intercept_ = float(released[d]) if self.fit_intercept else 0.0
+        if released.ndim == 2:  # multinomial: one row (K, d + 1) per class
+            self.coef_ = released[:, :d]
+            self.intercept_ = (
+                released[:, d] if self.fit_intercept else np.zeros(len(released))
+            )
+        else:
+            self.coef_ = released[:d]
+            self.intercept_ = float(released[d]) if self.fit_intercept else 0.0
         if classes is not None:
             self.classes_ = classes
         # Constant weights give the unweighted minimiser (the penalty scales
@@ -267,7 +303,36 @@ class BaseReleasedGLM(GuaranteeMixin, BaseEstimator):
         # (a Dask report carries it on the collection and in every partition)
         metadata = privacy_report_metadata(self, n_samples=X.shape[0])
         self.privacy_report_ = with_report_attrs(self.privacy_report_, metadata)
+        self._check_utility(X, y)
         return self
+
+    def _utility_remedy(self):
+        """What to try when the release is no better than a constant."""
+        return "lower sigma, use more data or change lam"
+
+    def _check_utility(self, X, y):
+        """Warn when the release is no better than a constant (:func:`fit_quality`).
+
+        The released model scored, unweighted, on the rows as fitted (clipped
+        to ``data_norm``); not on a Dask array, where it would cost a pass.
+        """
+        if is_dask(X):
+            return
+        # 1-D coef_ (binary, regression) or one row per class (multinomial)
+        decision = np.asarray(X @ np.transpose(self.coef_)) + self.intercept_
+        family = get_family(self._loss)
+        if family.is_classifier:
+            codes = np.asarray(y, dtype=np.intp)
+            predicted = (
+                np.argmax(decision, axis=1) if decision.ndim == 2 else decision > 0
+            )
+            score = float(np.mean(predicted == codes))
+            y = self.classes_[codes]
+        else:
+            score = float(r2_score(y, decision))
+        quality = fit_quality(score, y, X.shape[1], family.is_classifier)
+        # the caller of fit: _check_utility, _fit, its wrappers, fit
+        warn_if_useless(quality, type(self).__name__, self._utility_remedy(), 7)
 
     def _prepare(self, X, y, sample_weight):
         """``(X, y, omega, classes, groups, delta)`` of in-memory data, checked.
@@ -302,6 +367,7 @@ class BaseReleasedGLM(GuaranteeMixin, BaseEstimator):
         # of 1 keeps tiny or huge weights from under- or overflowing.
         omega = omega / omega.max()
         delta = self._delta(X.shape[0])
+        self._set_resolved_params(omega, delta)
         # the noise of the release, before the fit (the report scales by it)
         self.sigma_ = self._noise_std(omega, delta)
         if isinstance(self.onehot_groups, str):  # "auto"
@@ -387,6 +453,7 @@ class BaseReleasedGLM(GuaranteeMixin, BaseEstimator):
             )
         }
         delta = self._delta(X.shape[0])
+        self._set_resolved_params(omega, delta)
         self.sigma_ = self._noise_std(omega, delta)
         X = self._preprocess(X, groups, n_clipped=checked.n_clipped)
         extremes = (checked.x_max, checked.x_min)
@@ -444,16 +511,16 @@ class BaseReleasedGLM(GuaranteeMixin, BaseEstimator):
         if sensitivity is not None:
             # strong convexity sum(omega) lam turns the gradient into a distance
             total = self._weight_stats(omega).total
-            gtol = CERTIFIED_FRACTION * sensitivity * total * self.lam
+            gtol = CERTIFIED_FRACTION * sensitivity * total * self.lam_
         tol, max_iter = self._newton_options()
         return fit_glm(
             X,
             y,
             omega,
             self._loss,
-            self.lam,
+            self.lam_,
             self.fit_intercept,
-            self.penalize_intercept,
+            self.penalize_intercept_,
             tol,
             max_iter,
             w0=w0,
@@ -477,10 +544,10 @@ class BaseReleasedGLM(GuaranteeMixin, BaseEstimator):
                 w[:d],
                 float(w[d]) if self.fit_intercept else None,
                 loss=self._loss,
-                lam=self.lam,
+                lam=self.lam_,
                 sigma=self.sigma_,
                 sample_weight=omega,
-                penalize_intercept=self.penalize_intercept,
+                penalize_intercept=self.penalize_intercept_,
                 private_label=self.private_label,
                 onehot_groups=list(groups.values()) or None,
                 loss_hessian=loss_hessian,
@@ -537,6 +604,8 @@ class BaseReleasedGLM(GuaranteeMixin, BaseEstimator):
     def _decision(self, X):
         check_is_fitted(self)
         X = validate_data(self, X, accept_sparse="csr", dtype=np.float64, reset=False)
+        if np.ndim(self.coef_) == 2:  # multinomial: one column per class
+            return np.asarray(X @ self.coef_.T) + self.intercept_
         return X @ self.coef_ + self.intercept_
 
 
@@ -651,6 +720,8 @@ class LogisticLossMixin(ClassifierMixin):
     """Binary logistic regression: two classes, margins and probabilities."""
 
     _loss = "logistic"
+    # appended to the error for more than two classes
+    _multiclass_hint = ""
 
     def _encode_y(self, y):
         """0/1 targets (1 for ``classes_[1]``) and ``classes_``."""
@@ -658,19 +729,29 @@ class LogisticLossMixin(ClassifierMixin):
         classes = self._classes(np.unique(y))
         return (y == classes[1]).astype(np.float64), classes
 
-    def _classes(self, labels):
-        """``classes_``: ``classes`` or the distinct ``labels``, checked (two)."""
+    def _classes(self, labels, multiclass=False):
+        """``classes_``: ``classes`` or the distinct ``labels``, checked (two,
+        or at least two with ``multiclass``); records their number."""
+        name = type(self).__name__
         if self.classes is not None:
-            return label_set(labels, self.classes, type(self).__name__, n_classes=2)
+            classes = label_set(
+                labels, self.classes, name, n_classes=None if multiclass else 2
+            )
+            self._n_classes = classes.size
+            return classes
         classes = labels
         # the type of the distinct labels is that of y (1-D)
         y_type = type_of_target(classes, input_name="y")
+        if multiclass and y_type in ("binary", "multiclass") and classes.size >= 2:
+            self._n_classes = classes.size
+            return classes
         if y_type != "binary" or classes.size != 2:
             raise ValueError(
                 f"Only binary classification is supported by {type(self).__name__}: "
                 f"y must have exactly 2 classes; got {classes.size} class(es) "
-                f"(target type {y_type!r})."
+                f"(target type {y_type!r})." + self._multiclass_hint
             )
+        self._n_classes = 2
         return classes
 
     def _newton_options(self):
@@ -686,8 +767,10 @@ class LogisticLossMixin(ClassifierMixin):
 
         Returns
         -------
-        scores : ndarray of shape (n_samples,)
+        scores : ndarray of shape (n_samples,) or (n_samples, n_classes)
             ``X @ coef_ + intercept_``; positive favours ``classes_[1]``.
+            With more than two classes, ``X @ coef_.T + intercept_``: one
+            logit per class.
         """
         return self._decision(X)
 
@@ -701,9 +784,11 @@ class LogisticLossMixin(ClassifierMixin):
 
         Returns
         -------
-        proba : ndarray of shape (n_samples, 2)
-            Probabilities of ``classes_[0]`` and ``classes_[1]``.
+        proba : ndarray of shape (n_samples, n_classes)
+            Probabilities of the classes, in the order of ``classes_``.
         """
+        if np.ndim(getattr(self, "coef_", None)) == 2:  # multinomial
+            return softmax(self.decision_function(X), axis=1)
         s = expit(self.decision_function(X))
         return np.column_stack([1.0 - s, s])
 
@@ -720,6 +805,8 @@ class LogisticLossMixin(ClassifierMixin):
         y_pred : ndarray of shape (n_samples,)
             Predicted labels from ``classes_``.
         """
+        if np.ndim(getattr(self, "coef_", None)) == 2:  # multinomial: the top logit
+            return self.classes_[np.argmax(self.decision_function(X), axis=1)]
         positive = self.decision_function(X) > 0
         return self.classes_[positive.astype(int)]
 

@@ -9,15 +9,20 @@ from numbers import Integral, Real
 from typing import ClassVar
 
 import numpy as np
+from sklearn.utils.multiclass import check_classification_targets
 
+from sklearn_fil._multinomial import LIPSCHITZ as MULTINOMIAL_LIPSCHITZ
+from sklearn_fil._multinomial import SMOOTHNESS
 from sklearn_fil.accounting import (
     Guarantee,
     check_delta,
     gaussian_epsilon,
     gaussian_sigma,
+    output_perturbation_lam,
     output_perturbation_sensitivity,
 )
 from sklearn_fil.exceptions import ClippingWarning
+from sklearn_fil.linear_model import _multinomial
 from sklearn_fil.linear_model._base import (
     CERTIFIED_FRACTION,
     MECHANISM,
@@ -33,8 +38,11 @@ from sklearn_fil.utils._labels import LABEL_SET
 from sklearn_fil.utils._sklearn_compat import Interval, StrOptions
 
 # per_instance_accounting="auto" computes the exact leave-one-out sensitivity
-# (O(n^2 d) per Newton step) up to this many examples.
+# (O(n^2 d) per Newton step) up to this many examples, a certified interval
+# of it (O(n d^2)) above.
 AUTO_EXACT_MAX_SAMPLES = 2000
+# lam="auto" without target_epsilon (or data_norm): the L2 strength of old.
+AUTO_LAM_WITHOUT_TARGET = 1e-2
 
 _NO_DATA_NORM_MSG = (
     "No differential-privacy guarantee: data_norm was not set, so the rows were "
@@ -91,6 +99,15 @@ class _OutputPerturbed(BaseReleasedGLM):
         -------
         self : object
             Fitted estimator.
+
+        Warns
+        -----
+        UtilityWarning
+            When the released model's training accuracy (R^2) does not beat
+            the majority rate (what uninformative inputs reach) by its margin
+            (:class:`~sklearn_fil.exceptions.UtilityWarning`). Computed from
+            the private training rows as fitted, in memory only; not part of
+            :meth:`release`.
         """
         return self._fit_clean(X, y, sample_weight)
 
@@ -101,6 +118,9 @@ class _OutputPerturbed(BaseReleasedGLM):
     def _per_instance_exact(self, n_samples, dask=False):
         return True  # the exact Delta_i, not its bound
 
+    def _per_instance_interval(self, n_samples, dask=False):
+        return False  # when not exact: b_i, not a certified interval
+
     def _per_instance_columns(self, X, y, w, omega, delta, result):
         return per_instance_columns(
             self,
@@ -110,6 +130,7 @@ class _OutputPerturbed(BaseReleasedGLM):
             omega,
             delta,
             exact=self._per_instance_exact(X.shape[0], dask=is_dask(X)),
+            interval=self._per_instance_interval(X.shape[0], dask=is_dask(X)),
             hessian=result.hessian,
             gradient=result.gradient,
         )
@@ -223,15 +244,28 @@ class OutputPerturbedLinearRegression(SquaredLossMixin, _OutputPerturbed):
 
 
 class OutputPerturbedLogisticRegression(LogisticLossMixin, _OutputPerturbed):
-    __doc__ = f"""Binary logistic regression released with Gaussian output noise.
+    __doc__ = f"""Logistic regression released with Gaussian output noise.
 
     Fits ``w* = argmin_w sum_i omega_i l(w^T x_i, y_i) + (n lam / 2)
     ||w||^2`` with the logistic loss by Newton's method, releases ``w' = w* +
     N(0, sigma^2 I)`` and reports the Fisher information loss of the release
     about every training example and attribute (Hannun et al., 2021).
 
+    Three classes or more (``K``) are fitted as multinomial (softmax)
+    regression, ``W`` of shape ``(K, n_features + fit_intercept)`` with the
+    penalty ``(n lam / 2) ||W||_F^2``, released as ``W + N(0, sigma^2 I)``:
+    ``coef_`` of shape ``(K, n_features)``, ``intercept_`` of shape ``(K,)``
+    and the predictions of scikit-learn's multinomial ``LogisticRegression``.
+    Its sensitivity is ``sqrt(2)`` times the binary one (``||softmax(z) -
+    e_y|| <= sqrt(2)``); the report measures the label as a one-hot group of
+    ``K - 1`` private coordinates; ``loo_sensitivity`` comes from refits (the
+    bound above ``per_instance_accounting``'s threshold); see
+    :mod:`sklearn_fil._multinomial` for the numerics and their cost
+    (``O(n (K p)^2 (d + K))`` for the report). In memory only (not on Dask).
+
     With rows clipped to ``data_norm``, ``lam > 0``, the intercept penalised
-    (or absent) and uniform or public weights, the release is (ε, δ)-DP
+    (the default with ``data_norm``, or absent) and uniform or public
+    weights, the release is (ε, δ)-DP
     (``guarantee_``) and (2, ε)-RDP with ``ε = Δ^2 / sigma^2`` (Guo et al.,
     2022) for **replace-one** neighbours (same public size, one example
     differs). ``Δ = (1 + 2e-6) 2 L max(omega) / (sum(omega) lam)``, ``L =
@@ -247,16 +281,25 @@ class OutputPerturbedLogisticRegression(LogisticLossMixin, _OutputPerturbed):
     sigma : float, default=1.0
         Standard deviation of the Gaussian noise added to every weight;
         ignored when ``target_epsilon`` is set (``sigma_`` is the noise used).
-    lam : float, default=1e-2
-        L2 strength; the penalty is ``(n lam / 2) ||w||^2``.
+    lam : float or "auto", default="auto"
+        L2 strength; the penalty is ``(n lam / 2) ||w||^2``. ``"auto"`` with
+        ``target_epsilon`` and ``data_norm``: the λ that minimises the bound
+        on the excess risk of the release,
+        :func:`~sklearn_fil.accounting.output_perturbation_lam` of ``n``, the
+        number of weights, ``data_norm``, ``target_epsilon`` and δ, public
+        numbers only (see :ref:`choosing_parameters`); otherwise ``1e-2``,
+        the default of old. ``lam_`` is the value used.
 {Doc.fit_intercept}
-    penalize_intercept : bool, default=False
+    penalize_intercept : bool or "auto", default="auto"
         Whether the penalty includes the intercept. The DP guarantee with an
-        intercept needs ``True``.
+        intercept needs ``True``; ``"auto"`` is ``True`` exactly when
+        ``data_norm`` is set (``penalize_intercept_`` is the value used).
 {Doc.private_label}
 {Doc.classes}
         The guarantee then assumes the label set public (``"classes"`` in
-        ``guarantee_.public``).
+        ``guarantee_.public``). Here it may have ``K >= 3`` labels (the
+        multinomial model, which then has ``K`` rows even when the training
+        labels show fewer; their intercepts need ``penalize_intercept``).
     data_norm : float, default=None
         Clip every row to this L2 norm before fitting (the report concerns
         the clipped rows); enables the DP guarantee. Clipping more than half
@@ -281,11 +324,17 @@ class OutputPerturbedLogisticRegression(LogisticLossMixin, _OutputPerturbed):
     max_iter : int, default=100
         Maximum Newton iterations; not converging is an error.
     per_instance_accounting : "auto" or bool, default="auto"
-        Whether the report holds each example's exact leave-one-out
-        sensitivity (column ``loo_sensitivity``, ``O(n^2 d)`` per Newton
-        step) or only its strong-convexity bound (``loo_sensitivity_bound``,
-        the per-instance ε then upper bounds). ``"auto"``: exact up to 2000
-        examples, never on a Dask array (where ``True`` is refused).
+        How the report gets each example's leave-one-out sensitivity
+        ``Delta_i``. ``True``: exact (column ``loo_sensitivity``, ``O(n^2
+        d)`` per Newton step). ``"auto"``: exact up to 2000 examples, above a
+        certified interval in ``O(n d^2)`` (columns ``loo_sensitivity_bound``,
+        its upper end, and ``loo_sensitivity_lower``; relative width about
+        ``1e-3`` at ``n = 10^5``). ``False``: the cheapest, the
+        strong-convexity bound ``omega_i L / (sum(omega) lam)`` alone
+        (``loo_sensitivity_bound``, the same for every uniform-weight row).
+        Where not exact, ``epsilon`` is computed from the upper bound: an
+        upper bound on the per-instance ε. On a Dask array the bound
+        (``True`` is refused).
 {Doc.onehot_groups}
         With ``"auto"`` the guarantee assumes the layout found public
         (``"onehot_groups"`` in ``guarantee_.public``): it decides what
@@ -298,10 +347,15 @@ class OutputPerturbedLogisticRegression(LogisticLossMixin, _OutputPerturbed):
 {Doc.classes_}
     privacy_report_ : pandas.DataFrame or dask.dataframe.DataFrame
         The columns of :class:`OutputPerturbedLinearRegression`'s, with
-        ``loo_sensitivity`` to a relative accuracy ``1e-10`` (or
-        ``loo_sensitivity_bound``, ``omega_i L / (sum(omega) lam)`` where the
-        guarantee holds, ``inf`` elsewhere), ``epsilon`` at ``delta_`` (at
-        most ``epsilon_``) and ``epsilon_replace_one``, with a guarantee an
+        ``loo_sensitivity`` to a relative accuracy ``1e-10`` or, where not
+        exact (``per_instance_accounting``), ``loo_sensitivity_bound``, a
+        certified upper bound on ``Delta_i`` and on the distance between the
+        centres the mechanism releases on ``D`` and ``D_-i``, then (from the
+        certified interval) ``loo_sensitivity_lower``, a lower bound on
+        ``Delta_i`` (``False``: ``omega_i L / (sum(omega) lam)`` where the
+        guarantee holds, ``inf`` elsewhere); ``epsilon`` at ``delta_`` (at
+        most ``epsilon_``; from the upper bound where not exact) and
+        ``epsilon_replace_one``, with a guarantee an
         upper bound on the ε of replacing the example by any row it allows
         (sensitivity ``Delta_i + omega_i L / (sum(omega) lam)``), between
         ``epsilon`` and ``epsilon_``. Sensitive: do not publish.
@@ -310,6 +364,10 @@ class OutputPerturbedLogisticRegression(LogisticLossMixin, _OutputPerturbed):
         Newton iterations of the fit on the full data.
     sigma_ : float
         Noise std of the release: ``sigma`` or calibrated to ``target_epsilon``.
+    lam_ : float
+        The L2 strength of the fit: ``lam``, or its ``"auto"`` value.
+    penalize_intercept_ : bool
+        Whether the fit penalised the intercept (``"auto"`` resolved).
     n_clipped_ : int
         Number of training rows that ``data_norm`` rescaled (0 without it).
     guarantee_ : Guarantee
@@ -367,6 +425,24 @@ class OutputPerturbedLogisticRegression(LogisticLossMixin, _OutputPerturbed):
     ...     random_state=0).fit(X, y)
     >>> round(clf.sigma_, 4), round(clf.epsilon_, 6)
     (0.7461, 1.0)
+
+    Three classes, multinomial, ``lam`` from the target ε (``"auto"``); the
+    label is one attribute of the report, the sensitivity ``2 sqrt(2) L / (n
+    lam)`` (certified):
+
+    >>> X3, y3 = make_classification(n_samples=300, n_features=4,
+    ...     n_informative=3, n_redundant=0, n_classes=3, random_state=0)
+    >>> X3 = X3 / np.linalg.norm(X3, axis=1).max()
+    >>> clf3 = OutputPerturbedLogisticRegression(
+    ...     target_epsilon=1.0, fit_intercept=False, data_norm=1.0,
+    ...     random_state=0).fit(X3, y3)
+    >>> clf3.coef_.shape, clf3.predict_proba(X3[:2]).shape
+    ((3, 4), (2, 3))
+    >>> clf3.privacy_report_.columns[3:8].tolist()
+    ['fil[x0]', 'fil[x1]', 'fil[x2]', 'fil[x3]', 'fil[y]']
+    >>> sensitivity = 2 * np.sqrt(2) / (300 * clf3.lam_)
+    >>> round(float(clf3.guarantee_.sensitivity / sensitivity), 6)
+    1.000002
     """
 
     _parameter_constraints: ClassVar[dict] = {
@@ -374,6 +450,8 @@ class OutputPerturbedLogisticRegression(LogisticLossMixin, _OutputPerturbed):
         "data_norm": [None, Interval(Real, 0, None, closed="neither")],
         "delta": [None, Interval(Real, 0, 1, closed="neither")],
         "target_epsilon": [None, Interval(Real, 0, None, closed="neither")],
+        "lam": [StrOptions({"auto"}), Interval(Real, 0, None, closed="left")],
+        "penalize_intercept": [StrOptions({"auto"}), "boolean"],
         "public_sample_weight": ["boolean"],
         "tol": [Interval(Real, 0, None, closed="neither")],
         "max_iter": [Interval(Integral, 1, None, closed="left")],
@@ -385,9 +463,9 @@ class OutputPerturbedLogisticRegression(LogisticLossMixin, _OutputPerturbed):
         self,
         *,
         sigma=1.0,
-        lam=1e-2,
+        lam="auto",
         fit_intercept=True,
-        penalize_intercept=False,
+        penalize_intercept="auto",
         private_label=True,
         classes=None,
         data_norm=None,
@@ -419,12 +497,52 @@ class OutputPerturbedLogisticRegression(LogisticLossMixin, _OutputPerturbed):
     def _newton_options(self):
         return self.tol, self.max_iter
 
+    _multiclass_hint = (
+        " More than two classes are fitted as multinomial regression on data in "
+        "memory only (not on a Dask array)."
+    )
+
+    def _encode_y(self, y):
+        """0/1 targets of two classes; class codes ``0 .. K - 1`` of more."""
+        check_classification_targets(y)
+        classes = self._classes(np.unique(y), multiclass=True)
+        if classes.size == 2:
+            return (y == classes[1]).astype(np.float64), classes
+        return _multinomial.encode_classes(y, classes), classes
+
+    def _solve(self, X, y, omega, groups):
+        if _multinomial.is_multinomial(self):
+            return _multinomial.solve(self, X, y, omega, groups)
+        return super()._solve(X, y, omega, groups)
+
+    def _attribute_scales(self, X, y, result, weight):
+        if _multinomial.is_multinomial(self):
+            return _multinomial.attribute_scales(
+                X, y, result.attributes, weight, self._n_classes
+            )
+        return super()._attribute_scales(X, y, result, weight)
+
+    def _per_instance_columns(self, X, y, w, omega, delta, result):
+        if _multinomial.is_multinomial(self):
+            exact = self._per_instance_exact(X.shape[0])
+            return _multinomial.per_instance_columns(self, X, y, w, omega, delta, exact)
+        return super()._per_instance_columns(X, y, w, omega, delta, result)
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.classifier_tags.multi_class = True
+        return tags
+
     def _per_instance_exact(self, n_samples, dask=False):
         if dask:  # refits over all rows per example: the bound (see fit)
             return False
         if self.per_instance_accounting == "auto":
             return n_samples <= AUTO_EXACT_MAX_SAMPLES
         return self.per_instance_accounting
+
+    def _per_instance_interval(self, n_samples, dask=False):
+        # "auto" above AUTO_EXACT_MAX_SAMPLES: the certified interval, O(n d^2)
+        return self.per_instance_accounting == "auto" and not dask
 
     def _check_dask_params(self):
         if self.per_instance_accounting is True:
@@ -491,23 +609,76 @@ class OutputPerturbedLogisticRegression(LogisticLossMixin, _OutputPerturbed):
     def _dp_bound(self, omega):
         if self.data_norm is None:
             return None, _NO_DATA_NORM_MSG
-        if self.fit_intercept and not self.penalize_intercept:
+        if self.fit_intercept and not self.penalize_intercept_:
             return None, _NOT_STRONGLY_CONVEX_MSG
-        if self.lam == 0:
+        if self.lam_ == 0:
             return None, _NO_STRONG_CONVEXITY_MSG
         stats = self._weight_stats(omega)
         if not stats.uniform and not self.public_sample_weight:
             return None, _PRIVATE_WEIGHTS_MSG
-        row_norm = float(np.hypot(self.data_norm, float(self.fit_intercept)))
         # Strong convexity sum(omega) lam, and replacing one example moves the
         # gradient by at most 2 max(omega) L (omega is scaled to max 1).
         sensitivity = output_perturbation_sensitivity(
-            n_samples=stats.n, lam=self.lam, row_norm=row_norm
+            n_samples=stats.n, lam=self.lam_, row_norm=self._row_norm()
         ) * (stats.n / stats.total)
+        if _multinomial.is_multinomial(self):  # softmax: sqrt(2) L per example
+            sensitivity *= MULTINOMIAL_LIPSCHITZ
         return sensitivity, None
 
     def _sensitivity(self, omega):
         return self._dp_bound(omega)[0]
+
+    def _row_norm(self):
+        """``L``: the bound on the norm of a clipped row, intercept included."""
+        return float(np.hypot(self.data_norm, float(self.fit_intercept)))
+
+    def _resolve_params(self, omega, delta):
+        """``(lam_, penalize_intercept_)``: the ``"auto"`` values resolved.
+
+        ``penalize_intercept="auto"`` penalises the intercept exactly when
+        ``data_norm`` is set (the guarantee needs it). ``lam="auto"`` is
+        :func:`~sklearn_fil.accounting.output_perturbation_lam` of public
+        numbers with ``target_epsilon`` and ``data_norm``, else
+        ``AUTO_LAM_WITHOUT_TARGET``.
+        """
+        penalize = self.penalize_intercept
+        if isinstance(penalize, str):  # "auto"
+            penalize = self.data_norm is not None
+        lam = self.lam
+        if isinstance(lam, str):  # "auto"
+            lam = AUTO_LAM_WITHOUT_TARGET
+            if self.target_epsilon is not None and self.data_norm is not None:
+                n_params, lipschitz, smoothness = self._lam_rule_constants()
+                lam = output_perturbation_lam(
+                    # n under uniform weights; the sum of public ones
+                    self._weight_stats(omega).total,
+                    n_params,
+                    self._row_norm(),
+                    self.target_epsilon,
+                    delta,
+                    lipschitz=lipschitz,
+                    smoothness=smoothness,
+                )
+        return float(lam), bool(penalize)
+
+    def _lam_rule_constants(self):
+        """``(n_params, lipschitz, smoothness)`` of the loss for ``lam="auto"``.
+
+        The binary logistic loss: gradient ``|s - y| ||x|| <= ||x||``,
+        Hessian ``s (1 - s) x x^T <= ||x||^2 / 4``. The multinomial loss
+        (``K`` classes): ``K (d + fit_intercept)`` weights, gradient ``||P -
+        e_y|| ||x|| <= sqrt(2) ||x||``, Hessian ``S (kron) x x^T`` with ``||S||
+        <= 1/2`` (:mod:`sklearn_fil._multinomial`).
+        """
+        n_params = self.n_features_in_ + int(self.fit_intercept)
+        if _multinomial.is_multinomial(self):
+            return self._n_classes * n_params, MULTINOMIAL_LIPSCHITZ, SMOOTHNESS
+        return n_params, 1.0, 0.25
+
+    def _utility_remedy(self):
+        if self.target_epsilon is None:
+            return "lower sigma, use more data or change lam"
+        return f"raise target_epsilon, use more data or set lam (lam_={self.lam_:.3g})"
 
     def _certified_sensitivity(self, omega):
         """``(Δ, reason)``: the sensitivity of the released centre, or why none.

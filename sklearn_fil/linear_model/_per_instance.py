@@ -16,6 +16,20 @@ the norm of that term's gradient over the modulus. The same argument bounds
 ``Delta_i <= b_i``, so ``Delta_i + b_i <= 2 b_i``, at most the global
 sensitivity ``2 L max(omega) / (sum(omega) lam)``: the per-instance
 replace-one ε never exceeds the guarantee's.
+
+Certified interval. Where the exact refits cost too much (the logistic loss,
+``O(n^2 d)``), :func:`~sklearn_fil._leave_one_out.leave_one_out_interval`
+brackets every ``Delta_i`` in ``O(n d^2)``: ``lower_i <= Delta_i <= upper_i``
+and ``||w - w_-i|| <= reach_i`` from the released centre ``w`` (see that
+module). The report's ``loo_sensitivity_bound`` is then the upper end, made
+an upper bound on the released mechanism's own per-instance sensitivity too:
+with a guarantee the fit on ``D_-i`` stops within ``c = CERTIFIED_FRACTION
+Delta`` (``Delta`` the global sensitivity) of ``w_-i``, so the two released
+centres are at most ``min(reach_i, b_i + e_0) + c`` apart (``e_0`` bounds
+``||w - w*||``), and the column is the larger of that and ``min(upper_i,
+b_i)``. ``loo_sensitivity_lower`` is ``lower_i``; ``epsilon`` is computed
+from the upper end, an upper bound on the per-instance ε, and
+``epsilon_replace_one`` from it plus ``b_i`` as with the exact value.
 """
 
 # Authors: The sklearn-fil developers
@@ -25,7 +39,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from sklearn_fil._leave_one_out import leave_one_out, squared_refits
+from sklearn_fil._leave_one_out import (
+    leave_one_out,
+    leave_one_out_interval,
+    squared_refits,
+)
 from sklearn_fil._losses import get_family
 from sklearn_fil.accounting import default_delta, per_instance_gaussian_epsilon
 from sklearn_fil.linear_model._base import CERTIFIED_FRACTION
@@ -35,6 +53,8 @@ from sklearn_fil.utils._dask import is_dask, map_rows
 # column holds the strong-convexity bound and says so in its name.
 PER_INSTANCE_COLUMNS = ("loo_sensitivity", "epsilon", "epsilon_replace_one")
 BOUND_COLUMN = "loo_sensitivity_bound"
+# With a certified interval, its lower end follows the upper (BOUND_COLUMN).
+LOWER_COLUMN = "loo_sensitivity_lower"
 
 
 def _epsilon(sensitivity, sigma, delta):
@@ -61,16 +81,21 @@ class _Accounting:
     guarantee_epsilon: float | None
     exact: bool
 
-    def columns(self, sensitivity, omega):
+    def columns(self, sensitivity, omega, interval=None):
         """The report's columns of rows with weights ``omega``.
 
         ``sensitivity`` is their exact ``Delta_i``, or None when not
-        ``exact`` (the strong-convexity bound, or ``inf``, is then reported).
+        ``exact``: then the upper end of the certified ``interval``
+        (a :class:`~sklearn_fil._leave_one_out.LeaveOneOutInterval`) if
+        given, else the strong-convexity bound (or ``inf``), is reported.
         """
         gs = self.global_sensitivity
         # 2 L max(omega) / (sum(omega) lam) with max(omega) = 1, so b_i =
         # omega_i L / (sum(omega) lam)
         bound = None if gs is None else 0.5 * omega * gs
+        lower = None
+        if interval is not None:
+            sensitivity, lower = _interval_upper(interval, bound, gs), interval.lower
         if sensitivity is None:
             sensitivity = np.full(omega.shape, np.inf) if bound is None else bound
         if bound is None:
@@ -90,11 +115,28 @@ class _Accounting:
                 self.guarantee_epsilon,
             )
         first = PER_INSTANCE_COLUMNS[0] if self.exact else BOUND_COLUMN
-        return {
-            first: sensitivity,
+        columns = {first: sensitivity}
+        if lower is not None:
+            columns[LOWER_COLUMN] = lower
+        return columns | {
             "epsilon": _epsilon(sensitivity, self.sigma, self.delta),
             "epsilon_replace_one": replace_one,
         }
+
+
+def _interval_upper(interval, bound, gs):
+    """Upper bound on ``Delta_i`` and on the released centres' distance.
+
+    Module docstring: ``max(min(upper_i, b_i), min(reach_i, b_i + e_0) +
+    CERTIFIED_FRACTION gs)``; without a guarantee (``gs`` None) no fit is
+    certified and the bound is ``upper_i``, on ``Delta_i``.
+    """
+    if gs is None:
+        return interval.upper
+    released = np.fmin(interval.reach, bound + interval.fit_error)
+    released += CERTIFIED_FRACTION * gs
+    released[bound == 0] = 0.0  # weight 0: the fits are bitwise the same
+    return np.fmax(np.fmin(interval.upper, bound), released)
 
 
 def _block_columns(X, y, omega, accounting, refits):
@@ -104,7 +146,17 @@ def _block_columns(X, y, omega, accounting, refits):
 
 
 def per_instance_columns(
-    estimator, X, y, w, omega, delta, *, exact=True, hessian=None, gradient=None
+    estimator,
+    X,
+    y,
+    w,
+    omega,
+    delta,
+    *,
+    exact=True,
+    interval=False,
+    hessian=None,
+    gradient=None,
 ):
     """``loo_sensitivity`` (or its bound), ``epsilon`` and ``epsilon_replace_one``.
 
@@ -128,6 +180,10 @@ def per_instance_columns(
         Whether to compute ``Delta_i`` (by leave-one-out refits, see
         :mod:`sklearn_fil._leave_one_out`) or to report its strong-convexity
         bound ``b_i`` (``inf`` where there is none).
+    interval : bool, default=False
+        When not ``exact``, whether to certify an interval of every
+        ``Delta_i`` (:func:`~sklearn_fil._leave_one_out.leave_one_out_interval`,
+        ``O(n d^2)``; in memory only) and report its ends instead of ``b_i``.
     hessian : ndarray of shape (n_params, n_params), default=None
         The penalised Hessian at ``w``, if known: the refits then skip its
         Gram (required on Dask).
@@ -139,7 +195,8 @@ def per_instance_columns(
     -------
     columns : dict of str to ndarray of shape (n_samples,)
         In report order; the first is ``loo_sensitivity_bound`` when not
-        ``exact``, so a bound is never read as the exact distance.
+        ``exact``, so a bound is never read as the exact distance, followed
+        by ``loo_sensitivity_lower`` with an ``interval``.
     """
     n = X.shape[0]
     delta = default_delta(n) if delta is None else delta
@@ -156,9 +213,9 @@ def per_instance_columns(
         exact=exact,
     )
     args = (
-        estimator.lam,
+        estimator.lam_,
         estimator.fit_intercept,
-        estimator.penalize_intercept,
+        estimator.penalize_intercept_,
     )
     if is_dask(X):
         if exact and not get_family(estimator._loss).constant_curvature:
@@ -172,6 +229,18 @@ def per_instance_columns(
         names += PER_INSTANCE_COLUMNS[1:]
         table = map_rows(_block_columns, X, (y, omega), 3, accounting, refits)
         return {name: table[:, k] for k, name in enumerate(names)}
+    if interval and not exact:
+        bracket = leave_one_out_interval(
+            X,
+            y,
+            w,
+            omega,
+            estimator._loss,
+            *args,
+            hessian=hessian,
+            gradient=gradient,
+        )
+        return accounting.columns(None, omega, bracket)
     sensitivity = None
     if exact:
         sensitivity = leave_one_out(

@@ -44,6 +44,7 @@ from sklearn_fil.neural._training import (
     clipped_batch,
     steps_to_record,
 )
+from sklearn_fil.utils._baseline import fit_quality, warn_if_useless
 from sklearn_fil.utils._fitted import fit_or_clear
 from sklearn_fil.utils._guarantee import GuaranteeMixin
 from sklearn_fil.utils._labels import LABEL_SET, check_target, label_set
@@ -749,6 +750,14 @@ class DPSGDClassifier(GuaranteeMixin, ClassifierMixin, BaseEstimator):
         -------
         self : object
             Fitted estimator.
+
+        Warns
+        -----
+        UtilityWarning
+            When the released network's training accuracy does not beat the
+            majority rate by two binomial standard errors
+            (:class:`~sklearn_fil.exceptions.UtilityWarning`). Computed from
+            the private training rows; not part of :meth:`release`.
         """
         return fit_or_clear(
             self,
@@ -877,7 +886,23 @@ class DPSGDClassifier(GuaranteeMixin, ClassifierMixin, BaseEstimator):
         )
         self.dataset_fil_ = float(np.sqrt(np.sum(privacy["fil"] ** 2)))
         self.guarantee_ = privacy["guarantee"]
+        self._check_utility(X, y, xp)
         return self
+
+    def _check_utility(self, X, y, xp):
+        """Warn when the release is no better than the majority (``fit_quality``).
+
+        The released network's accuracy on the training rows, unweighted.
+        """
+        best = _backend.to_numpy(xp.argmax(self._proba(X, xp), axis=1))
+        score = float(np.mean(self.classes_[best] == y))
+        quality = fit_quality(score, y, X.shape[1], classifier=True)
+        remedy = (
+            "raise target_epsilon (or lower noise_multiplier), train longer or "
+            "use more data"
+        )
+        # the caller of fit: _check_utility, _fit, its wrappers, fit
+        warn_if_useless(quality, type(self).__name__, remedy, 6)
 
     @staticmethod
     def _attribute_columns(privacy, names, groups, target_name):
@@ -1198,7 +1223,10 @@ class DPSGDClassifier(GuaranteeMixin, ClassifierMixin, BaseEstimator):
         """
         check_is_fitted(self)
         xp = _backend.get_namespace(X)
-        X = self._validate_X(X, xp, reset=False)
+        return self._proba(self._validate_X(X, xp, reset=False), xp)
+
+    def _proba(self, X, xp):
+        """:meth:`predict_proba` of validated rows in the namespace ``xp``."""
         net = self._network(xp, _device(X))
         # by blocks of rows: a sparse X is densified one block at a time
         logits = [net.forward(_dense(X, block))[1] for block in _blocks(X.shape[0])]

@@ -326,7 +326,7 @@ def test_white_box_weighted_clipped_one_step_matches_by_hand():
     X, y = _problem("logistic")
     omega = _weights(len(X), seed=1)
     model = OutputPerturbedLogisticRegression(
-        sigma=0.3, lam=LAM, data_norm=1.5, random_state=0
+        sigma=0.3, lam=LAM, data_norm=1.5, penalize_intercept=False, random_state=0
     ).fit(X, y, sample_weight=omega)
     attack = WhiteBoxAttributeInversion(model, attribute=3, method="one_step")
     scores = attack.fit(X, y, sample_weight=omega).decision_function(X)

@@ -54,7 +54,9 @@ def _problem(loss, n=40, d=3, seed=0):
 
 
 def _model(Model, sigma, fit_intercept, random_state=0):
-    extra = {"data_norm": CLIP} if Model is OutputPerturbedLogisticRegression else {}
+    extra = {}
+    if Model is OutputPerturbedLogisticRegression:  # the reference's free intercept
+        extra = {"data_norm": CLIP, "penalize_intercept": False}
     return Model(
         sigma=sigma,
         lam=LAM,

@@ -1,0 +1,104 @@
+# Authors: The sklearn-fil developers
+# SPDX-License-Identifier: BSD-3-Clause
+"""The multinomial OutputPerturbedLogisticRegression's ε against EpsilonAudit.
+
+An honest release passes (empirical lower bound at most the claim, and
+above 0: the audit sees the canary), and the same estimator with a quarter of
+its noise and the full-noise claim is refuted: the canary pair (a flipped
+label on a row of norm ``data_norm``) moves the minimiser by about ``sqrt(2)
+L / (n lam)``, half the certified ``2 sqrt(2) L / (n lam)``, so a quarter of
+the noise puts the pair two claimed noise-units apart.
+"""
+
+import dataclasses
+
+import numba
+import numpy as np
+import pytest
+
+from sklearn_fil import OutputPerturbedLogisticRegression
+from sklearn_fil.accounting import gaussian_epsilon
+from sklearn_fil.audit import EpsilonAudit
+
+N_SAMPLES = 20
+DELTA = 0.04
+PARAMS = dict(
+    lam=1.0,
+    fit_intercept=False,
+    data_norm=1.0,
+    delta=DELTA,
+    per_instance_accounting=False,  # the audit reads the release only
+)
+
+pytestmark = pytest.mark.filterwarnings("ignore:.*no better than a constant")
+
+
+@pytest.fixture(autouse=True, scope="module")
+def one_numba_thread():
+    before = numba.get_num_threads()
+    numba.set_num_threads(1)
+    yield
+    numba.set_num_threads(before)
+
+
+@pytest.fixture(scope="module")
+def data():
+    rng = np.random.default_rng(0)
+    X = rng.normal(scale=0.4, size=(N_SAMPLES, 2))
+    X /= max(1.0, np.linalg.norm(X, axis=1).max())  # every row within norm 1
+    y = np.argmax(
+        X @ rng.normal(size=(2, 3)) + 0.3 * rng.normal(size=(N_SAMPLES, 3)), 1
+    )
+    y[:3] = [0, 1, 2]
+    return X, np.array(["a", "b", "c"])[y]
+
+
+class QuarterNoiseMultinomial(OutputPerturbedLogisticRegression):
+    """A quarter of the noise, the full-noise claim: ε understated."""
+
+    def fit(self, X, y, sample_weight=None):
+        sigma = self.sigma
+        self.sigma = sigma / 4.0
+        try:
+            super().fit(X, y, sample_weight)
+        finally:
+            self.sigma = sigma
+        g = self.guarantee_
+        self.guarantee_ = dataclasses.replace(
+            g,
+            epsilon=gaussian_epsilon(
+                sigma=sigma, sensitivity=g.sensitivity, delta=g.delta
+            ),
+            noise_std=sigma,
+        )
+        return self
+
+
+def test_multinomial_lower_bound_below_claim(data, global_random_seed):
+    X, y = data
+    estimator = OutputPerturbedLogisticRegression(target_epsilon=2.0, **PARAMS)
+    audit = EpsilonAudit(estimator, n_releases=1000, random_state=global_random_seed)
+    audit.fit(X, y)
+    assert audit.epsilon_claimed_ == pytest.approx(2.0, rel=1e-4)
+    assert audit.delta_ == DELTA
+    assert audit.epsilon_lower_ <= audit.epsilon_claimed_, audit.audit_report_
+    # the canary moves the release (a bound is another matter: at a claim
+    # of 2 the pair is about one noise unit apart, epsilon_lower_ near 0;
+    # the quarter-noise test below is the audit's power)
+    assert audit.epsilon_estimate_ > 0, audit.audit_report_
+
+
+def test_multinomial_quarter_noise_is_refuted(data, global_random_seed):
+    X, y = data
+    honest = OutputPerturbedLogisticRegression(sigma=0.1, **PARAMS).fit(X, y)
+    # 2 sqrt(2) L / (n lam), certified
+    assert honest.guarantee_.sensitivity == pytest.approx(
+        (1 + 2e-6) * 2 * np.sqrt(2) / N_SAMPLES, rel=1e-12
+    )
+    audit = EpsilonAudit(
+        QuarterNoiseMultinomial(sigma=0.1, **PARAMS),
+        n_releases=1000,
+        random_state=global_random_seed,
+    ).fit(X, y)
+    assert audit.epsilon_claimed_ == pytest.approx(honest.epsilon_)
+    assert audit.epsilon_lower_ > audit.epsilon_claimed_, audit.audit_report_
