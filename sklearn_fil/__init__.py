@@ -12,6 +12,7 @@ from sklearn_fil import (
     datasets,
     exceptions,
     fisher,
+    model_selection,
     plotting,
     tabular,
 )
@@ -21,6 +22,7 @@ from sklearn_fil.linear_model import (
     OutputPerturbedLinearRegression,
     OutputPerturbedLogisticRegression,
 )
+from sklearn_fil.model_selection import PrivateSearchCV
 from sklearn_fil.neural import DPSGDClassifier
 from sklearn_fil.utils._pipeline import release
 
@@ -35,6 +37,7 @@ __all__ = [
     "IRFILRegressor",
     "OutputPerturbedLinearRegression",
     "OutputPerturbedLogisticRegression",
+    "PrivateSearchCV",
     "__version__",
     "accounting",
     "attacks",
@@ -42,6 +45,7 @@ __all__ = [
     "datasets",
     "exceptions",
     "fisher",
+    "model_selection",
     "plotting",
     "release",
     "tabular",

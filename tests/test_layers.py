@@ -147,9 +147,9 @@ def test_the_scan_allows_public_shared_and_own_names(relpath, source):
 LAYERS = (
     ("sklearn_fil", "cli", "report_io"),
     ("plotting", "tabular"),
-    ("attacks", "audit"),
+    ("attacks", "audit", "model_selection"),
     ("linear_model", "neural"),
-    ("fisher", "_report", "_leave_one_out"),
+    ("fisher", "_report", "_leave_one_out", "_multinomial"),
     ("_glm", "_network"),
     ("accounting", "utils", "_losses", "datasets"),
     ("_backend", "exceptions", "_threads"),

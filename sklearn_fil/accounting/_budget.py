@@ -80,7 +80,10 @@ class PrivacyBudget:
 
     See Also
     --------
-    within_budget : Choose the best model in a grid search within the budget.
+    within_budget : Choose the best model in a grid search within the budget
+        (the choice itself not charged).
+    sklearn_fil.model_selection.PrivateSearchCV : A search whose choice is
+        charged; spend it with ``accountant="rdp"``.
     Guarantee : What an estimator's ``guarantee_`` states.
 
     Notes
@@ -345,6 +348,15 @@ class PrivacyBudget:
                 "analysis of Poisson sampling). Use PrivacyBudget(..., "
                 "accountant='pld')."
             )
+        if self._accountant == "pld" and not make_accountant(
+            "pld", entry.event_relation
+        ).supports(entry.event):
+            raise ValueError(
+                f"accountant='pld' cannot compose {entry.label!r}: dp-accounting's "
+                "PLD accountant has no analysis of its event (e.g. the private "
+                "selection of PrivateSearchCV, a RepeatAndSelectDpEvent). Use "
+                "PrivacyBudget(..., accountant='rdp')."
+            )
 
     def _compose(self, extra):
         """ε of the ledger's events and ``extra``'s, composed, at δ."""
@@ -574,6 +586,12 @@ def within_budget(budget, *, scoring=None):
     A plain search picks the most accurate candidate, usually the least private;
     this ``refit`` picks the best-scoring one among those that fit the budget.
 
+    **Tuning with it is not private.** The search reads the private data for
+    every candidate and fold, and its choice (``best_params_``,
+    ``cv_results_``) is a function of that data that no ε counts: only the
+    refitted model's own ε is spent. For a search whose selection is charged
+    too, use :class:`~sklearn_fil.model_selection.PrivateSearchCV`.
+
     Parameters
     ----------
     budget : PrivacyBudget
@@ -593,7 +611,9 @@ def within_budget(budget, *, scoring=None):
     -----
     The check uses the fold models; the refit on all the data has its own ε:
     spend it (``budget.spend(search.best_estimator_)``). The search's choice
-    itself is not covered by the budget (see :ref:`choosing_parameters`).
+    itself is not covered by the budget, nor by any ε (see
+    :ref:`choosing_parameters`); :class:`~sklearn_fil.model_selection.PrivateSearchCV`
+    charges it.
 
     Examples
     --------
