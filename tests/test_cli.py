@@ -24,7 +24,7 @@ from sklearn_fil import (
     OutputPerturbedLinearRegression,
     OutputPerturbedLogisticRegression,
 )
-from sklearn_fil.accounting import default_delta
+from sklearn_fil.accounting import default_delta, output_perturbation_lam
 from sklearn_fil.cli import main
 from sklearn_fil.report_io import sidecar_path
 from tests._tables import UNINFORMATIVE_REASONS, mixed_frame, uninformative_frame
@@ -36,6 +36,7 @@ OPTIONS = [
     "--model",
     "--sigma",
     "--lam",
+    "--target-epsilon",
     "--no-private-label",
     "--data-norm",
     "--delta",
@@ -225,6 +226,32 @@ def test_csv_logistic_data_norm_reports_epsilon(tmp_path, capsys):
     assert _epsilon_in(out) == pytest.approx(est.epsilon_, rel=1e-3)
     assert "δ = 0.001:" in out
     assert "(public)" in out
+
+
+def test_three_class_text_target_with_missing_values(tmp_path, capsys):
+    """A raw 3-class CSV fits the multinomial model at a target epsilon."""
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(150, 3))
+    y = np.array(["setosa", "versicolor", "virginica"])[
+        np.argmax(X @ rng.normal(size=(3, 3)), axis=1)
+    ]
+    frame = pd.DataFrame(X, columns=["a", "b", "c"]).assign(species=y)
+    frame.loc[[3, 70], "b"] = np.nan
+    csv, out_path = tmp_path / "three.csv", tmp_path / "out.csv"
+    frame.to_csv(csv, index=False)
+    argv = ["report", str(csv), "--target", "species", "--data-norm", "3"]
+    assert main([*argv, "--target-epsilon", "3", "--out", str(out_path)]) == 0
+    out, _ = capsys.readouterr()
+    report = pd.read_csv(out_path, index_col=0)
+    assert "(inferred: the target has 3 distinct values)" in " ".join(out.split())
+    assert _epsilon_in(out) == pytest.approx(3.0, rel=1e-3)
+    features = frame[["a", "b", "c"]].fillna(frame[["a", "b", "c"]].median())
+    est = OutputPerturbedLogisticRegression(target_epsilon=3.0, data_norm=3.0).fit(
+        _standardised(features), frame["species"]
+    )
+    assert est.coef_.shape == (3, 3)
+    assert_allclose(report["fil"], est.privacy_report_["fil"], rtol=1e-8)
+    assert f"{est.lam_:.3g}" in out
 
 
 def test_logistic_without_data_norm_says_why_no_epsilon(tmp_path, capsys):
@@ -582,23 +609,72 @@ def test_out_that_is_not_a_regular_file_is_refused(tmp_path, capsys, out, kind):
         assert not Path(sidecar_path(out)).is_file()
 
 
-def test_model_at_the_majority_baseline_gets_the_verdict(tmp_path, capsys):
+def _noise_csv(tmp_path, n=300):
+    """A CSV whose target ``y`` is independent of its features (70 % 'no')."""
     rng = np.random.default_rng(0)
-    n = 300
     frame = pd.DataFrame(rng.normal(size=(n, 3)), columns=["a", "b", "c"])
-    frame["y"] = rng.choice(["no", "yes"], n, p=[0.7, 0.3])  # independent of X
-    csv, out_path = tmp_path / "noise.csv", tmp_path / "r.csv"
+    frame["y"] = rng.choice(["no", "yes"], n, p=[0.7, 0.3])
+    csv = tmp_path / "noise.csv"
     frame.to_csv(csv, index=False)
+    return csv, frame
+
+
+def _verdict_in(out):
+    return " ".join(out.split("Verdict: ")[1].split("\n\n")[0].split())
+
+
+def test_model_at_the_majority_baseline_gets_the_verdict(tmp_path, capsys):
+    csv, frame = _noise_csv(tmp_path)
+    out_path = tmp_path / "r.csv"
     argv = ["report", str(csv), "--target", "y", "--random-state", "0"]
     assert main([*argv, "--out", str(out_path)]) == 0
     out, _ = capsys.readouterr()
     baseline = (frame["y"] == "no").mean()
     assert f"majority baseline (always 'no') {baseline:.3f}" in out
-    verdict = " ".join(out.split("Verdict: ")[1].split("\n\n")[0].split())
+    verdict = _verdict_in(out)
     assert verdict.startswith(
         "the released model is no better than always predicting 'no'"
     )
     assert "learned nothing useful" in verdict
+    assert _sidecar(out_path)["fit"]["useful"] is False
+
+
+def test_target_epsilon_calibrates_sigma_and_shows_the_auto_lam(tmp_path, capsys):
+    csv, out_path = tmp_path / "data.csv", tmp_path / "r.csv"
+    frame = _binary_csv(csv, n=2000)
+    argv = ["report", str(csv), "--target", "label", "--data-norm", "2"]
+    argv += ["--target-epsilon", "1", "--random-state", "0", "--out", str(out_path)]
+    assert main(argv) == 0
+    out, _ = capsys.readouterr()
+    n, d = 2000, 3
+    # the rule of public numbers alone, with the intercept's column in L
+    lam = output_perturbation_lam(n, d + 1, math.hypot(2.0, 1.0), 1.0, 1e-5)
+    assert f"λ = {lam:.4g}," in out
+    assert "calibrated to ε = 1" in " ".join(out.split())
+    assert _epsilon_in(out) == pytest.approx(1.0, rel=1e-3)
+    sidecar = _sidecar(out_path)
+    assert sidecar["lam"] == lam
+    assert sidecar["settings"]["estimator_params"]["lam"] == "auto"
+    assert sidecar["epsilon"] == pytest.approx(1.0, rel=1e-6)
+    est = OutputPerturbedLogisticRegression(
+        lam=lam, penalize_intercept=True, data_norm=2.0, target_epsilon=1.0
+    ).fit(_standardised(frame[["a", "b", "c"]]), frame["label"])
+    report = pd.read_csv(out_path, index_col=0)
+    assert_allclose(report.to_numpy(), est.privacy_report_.to_numpy(), rtol=1e-9)
+    assert sidecar["sigma"] == pytest.approx(est.sigma_, rel=1e-12)
+
+
+def test_useless_target_gets_the_verdict_not_a_warning(tmp_path, capsys):
+    csv, _ = _noise_csv(tmp_path)
+    out_path = tmp_path / "r.csv"
+    argv = ["report", str(csv), "--target", "y", "--data-norm", "2"]
+    argv += ["--target-epsilon", "0.05", "--out", str(out_path)]
+    assert main(argv) == 0
+    out, err = capsys.readouterr()
+    verdict = _verdict_in(out)
+    assert "no better than always predicting 'no'" in verdict
+    assert "raise --target-epsilon" in verdict
+    assert "UtilityWarning" not in err  # the verdict says it once
     assert _sidecar(out_path)["fit"]["useful"] is False
 
 
@@ -771,35 +847,15 @@ ERROR_CASES = {
     "one row": ("a,y\n1,2\n", ["--target", "y"], ["1 data row", "at least 2"]),
     "header only": ("a,y\n", ["--target", "y"], ["0 data row", "at least 2"]),
     "no features": ("y\n1\n2\n", ["--target", "y"], ["no feature columns"]),
-    "non-binary logistic": (
-        "a,y\n1,0\n2,1\n3,2\n4,2\n",
-        ["--target", "y", "--model", "logistic"],
+    "3-class text target, --model linear": (
+        "a,y\n1,u\n2,v\n3,w\n4,u\n",
+        ["--target", "y", "--model", "linear"],
         [
-            "'y' has 3 distinct values: 2 (2 rows), 0 (1 row), 1 (1 row)",
-            "--model logistic fits binary targets only",
-            "multiclass models is planned",
-            "binarise the target (one class against the others) or keep the rows",
-            "or fit it as a number with --model linear",
+            "'y' has 3 classes: 'u' (2 rows), 'v' (1 row), 'w' (1 row)",
+            "--model linear needs a numeric target",
+            "use --model logistic",
         ],
     ),
-    **{
-        f"3-class text target, {model}": (
-            "a,y\n1,u\n2,v\n3,w\n4,u\n",
-            ["--target", "y", *options],
-            [
-                "'y' has 3 classes: 'u' (2 rows), 'v' (1 row), 'w' (1 row)",
-                "--model logistic fits binary targets only",
-                "planned",
-                "binarise the target",
-                "--model linear needs a numeric target" if linear else "numeric ones",
-            ],
-        )
-        for model, options, linear in [
-            ("model inferred", [], False),
-            ("--model logistic", ["--model", "logistic"], False),
-            ("--model linear", ["--model", "linear"], True),
-        ]
-    },
     "binary text target, --model linear": (
         "a,y\n1,no\n2,yes\n3,no\n",
         ["--target", "y", "--model", "linear"],
@@ -814,6 +870,21 @@ ERROR_CASES = {
         "a,y\n1,3\n2,5\n3,1\n",
         ["--target", "y", "--data-norm", "1"],
         ["--data-norm applies only to --model logistic"],
+    ),
+    "target epsilon without data norm": (
+        "a,y\n1,0\n2,1\n3,1\n",
+        ["--target", "y", "--target-epsilon", "1"],
+        ["--target-epsilon", "--data-norm"],
+    ),
+    "target epsilon with linear": (
+        "a,y\n1,3\n2,5\n3,1\n4,2\n",
+        ["--target", "y", "--model", "linear", "--target-epsilon", "1"],
+        ["--target-epsilon", "--model logistic"],
+    ),
+    "target epsilon with sigma": (
+        "a,y\n1,0\n2,1\n3,1\n",
+        ["--target", "y", "--data-norm", "2", "--target-epsilon", "1", "--sigma", "1"],
+        ["--sigma or --target-epsilon, not both"],
     ),
     "delta without data norm": (
         "a,y\n1,0\n2,1\n3,1\n",
@@ -860,7 +931,13 @@ def test_input_errors(tmp_path, capsys, case):
 
 @pytest.mark.parametrize(
     "options",
-    [["--sigma", "0"], ["--lam", "-1"], ["--delta", "1"], ["--top", "x"]],
+    [
+        ["--sigma", "0"],
+        ["--lam", "-1"],
+        ["--delta", "1"],
+        ["--top", "x"],
+        ["--target-epsilon", "0"],
+    ],
 )
 def test_bad_option_values(capsys, options):
     with pytest.raises(SystemExit) as exc_info:
@@ -888,7 +965,7 @@ def test_help_lists_every_option(capsys):
     for option in OPTIONS:
         assert option in out
     assert "CSV" in out
-    for default in ("(default: 0.1)", "(default: 0.01)", "(default: 10)"):
+    for default in ("(default: 0.1;", "otherwise 0.01)", "(default: 10)"):
         assert default in out
     assert "(default: report.csv)" in out
     assert "Fisher information loss (FIL)" in out

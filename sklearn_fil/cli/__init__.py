@@ -29,6 +29,7 @@ from sklearn_fil.cli._inputs import (
 from sklearn_fil.cli._outputs import _check_outputs, _plot_histogram, _sidecar, _write
 from sklearn_fil.cli._summary import _fit_quality, _summary, _symbols, _written_lines
 from sklearn_fil.report_io import sidecar_path, write_csv, write_json
+from sklearn_fil.utils._baseline import utility_warnings_ignored
 
 _DESCRIPTION = """\
 Fit an output-perturbed model (Gaussian noise of scale sigma added to its fitted
@@ -71,6 +72,10 @@ examples:
       --data-norm 5 --sigma 0.5 --lam 0.1 --out patients_fil.csv
       your own raw table, rows clipped to norm 5 so that epsilon is reported
       (patients_fil.json records the settings)
+  sklearn-fil report patients.csv --target outcome --data-norm 5 \\
+      --target-epsilon 1
+      noise calibrated to epsilon = 1, and lambda chosen from the public n, d,
+      --data-norm and epsilon (shown in the summary)
   sklearn-fil report compas.csv --target two_year_recid --drop is_recid
       drop a column the command would keep (here one recorded after the outcome)
   sklearn-fil report --dataset adult --plot adult_fil.png
@@ -116,6 +121,8 @@ def _separator(text):
     return "\t" if text in ("\\t", "tab") else text
 
 
+_DEFAULT_SIGMA = 0.1
+_DEFAULT_LAM = 0.01
 _HELP = {
     "csv": "CSV file with a header row, one row per training example, read raw and "
     "preprocessed as described above (default: the bundled breast-cancer data)",
@@ -141,9 +148,15 @@ _HELP = {
     "target is numeric with more than 2 distinct values, else logistic, and the "
     "choice is printed)",
     "--sigma": "standard deviation of the Gaussian noise added to every weight; FIL "
-    "scales as 1/S (default: %(default)s)",
+    f"scales as 1/S (default: {_DEFAULT_SIGMA}; not with --target-epsilon)",
     "--lam": "L2 strength: the model minimises sum_i loss_i + (n L / 2) ||w||^2 "
-    "(default: %(default)s)",
+    "(default: with --target-epsilon the value that minimises the excess-risk bound "
+    "of the release, from n, d, --data-norm, epsilon and delta (public numbers; "
+    "sklearn_fil.accounting.output_perturbation_lam), shown in the summary; "
+    f"otherwise {_DEFAULT_LAM})",
+    "--target-epsilon": "logistic with --data-norm: calibrate the noise so that the "
+    "release is (E, delta)-DP, instead of --sigma; --lam then defaults to the rule "
+    "above",
     "--no-private-label": "treat the label as public: only the features are private "
     "and the report has no fil[<target>] column (default: the label is private)",
     "--data-norm": "logistic only: clip every row to L2 norm NORM before fitting and "
@@ -203,8 +216,9 @@ def _build_parser():
         (table, "--max-levels", {"type": _AT_LEAST_TWO, "default": 20, "metavar": "K"}),
         (table, "--dropna-target", {"action": "store_true"}),
         (report, "--model", {"choices": tuple(_MODELS)}),
-        (report, "--sigma", {"type": _POSITIVE, "default": 0.1, "metavar": "S"}),
-        (report, "--lam", {"type": _NON_NEGATIVE, "default": 0.01, "metavar": "L"}),
+        (report, "--sigma", {"type": _POSITIVE, "metavar": "S"}),
+        (report, "--lam", {"type": _NON_NEGATIVE, "metavar": "L"}),
+        (report, "--target-epsilon", {"type": _POSITIVE, "metavar": "E"}),
         (
             report,
             "--no-private-label",
@@ -222,28 +236,50 @@ def _build_parser():
     return parser
 
 
+def _check_target_epsilon(args, model, data_norm):
+    """Refuse ``--target-epsilon`` where no guarantee calibrates the noise."""
+    if args.target_epsilon is None:
+        return
+    if args.sigma is not None:
+        raise _InputError(
+            "give --sigma or --target-epsilon, not both: the target calibrates sigma"
+        )
+    if not model.family.is_classifier or data_norm is None:
+        raise _InputError(
+            "--target-epsilon calibrates the noise to the (epsilon, delta) "
+            "guarantee, which needs --model logistic with --data-norm"
+        )
+
+
 def _fit(args, model, data_norm, onehot_groups, X, y):
     """The output-perturbed estimator of ``model`` (a ``_Model``), fitted."""
+    _check_target_epsilon(args, model, data_norm)
+    classifier = model.family.is_classifier
+    lam = args.lam
+    if lam is None:  # the logistic model's "auto": the rule with a target, else 0.01
+        lam = "auto" if classifier else _DEFAULT_LAM
     common = {
-        "sigma": args.sigma,
-        "lam": args.lam,
+        "sigma": _DEFAULT_SIGMA if args.sigma is None else args.sigma,
+        "lam": lam,
         "fit_intercept": True,
         "private_label": args.private_label,
         "onehot_groups": onehot_groups,
         "random_state": args.random_state,
     }
-    if model.family.is_classifier:
+    if classifier:
+        # penalize_intercept="auto": penalised with data_norm, which the
+        # guarantee needs (a strongly convex objective)
         estimator = model.estimator(
-            # the DP guarantee with an intercept needs a strongly convex objective
-            penalize_intercept=data_norm is not None,
             data_norm=data_norm,
             delta=args.delta,
+            target_epsilon=args.target_epsilon,
             **common,
         )
     else:
         estimator = model.estimator(**common)
     try:
-        return estimator.fit(X, y)
+        with utility_warnings_ignored():  # the summary's verdict says it
+            return estimator.fit(X, y)
     except ValueError as exc:
         raise _InputError(f"fitting the {model.name} model failed: {exc}") from None
 

@@ -304,23 +304,10 @@ def _choose_model(model, y, from_csv):
         model = _LOGISTIC if n_values == 2 or not numeric else _LINEAR
         note = f"inferred: the target has {n_values} distinct values"
     model = model or _LOGISTIC
-    classifier = model.family.is_classifier
-    logistic = (
-        "--model logistic fits binary targets only (output perturbation of "
-        "multiclass models is planned)"
-    )
-    fix = "binarise the target (one class against the others) or keep the rows of "
-    fix += "two classes"
-    if classifier and n_values != 2:
-        if numeric:
-            fix += ", or fit it as a number with --model linear"
-        else:
-            logistic += " and --model linear numeric ones"
-        raise _InputError(f"{_target_text(y)}; {logistic}: {fix}")
-    if not classifier and not numeric:
-        fix = "use --model logistic" if n_values == 2 else f"{logistic}: {fix}"
+    if not model.family.is_classifier and not numeric:
         raise _InputError(
-            f"--model linear needs a numeric target, but {_target_text(y)}; {fix}"
+            f"--model linear needs a numeric target, but {_target_text(y)}; use "
+            "--model logistic"
         )
     return model, note
 

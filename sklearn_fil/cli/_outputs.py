@@ -106,6 +106,7 @@ def _sidecar(estimator, data, model, args):
         "target": data["target"],
         "n": meta["n"],
         "model": model.name,
+        "lam": estimator.lam_,  # the L2 strength used ("auto" resolved)
         **{key: meta[key] for key in guarantee},
         "dp_scope": data["dp_scope"] if meta["epsilon"] is not None else None,
         **{key: meta[key] for key in ("no_guarantee_reason", "n_clipped")},

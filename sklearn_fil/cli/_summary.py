@@ -8,7 +8,6 @@ terminal can print them.
 # Authors: The sklearn-fil developers
 # SPDX-License-Identifier: BSD-3-Clause
 
-import math
 import textwrap
 
 import pandas as pd
@@ -16,6 +15,7 @@ from pandas.api.types import is_float_dtype, is_numeric_dtype
 
 from sklearn_fil.cli._inputs import PROG, _joined, _plain
 from sklearn_fil.report_io import sidecar_path
+from sklearn_fil.utils._baseline import fit_quality
 
 _N_TOP_ATTRIBUTES = 10
 _N_LISTED = 30  # feature names printed per kind; the sidecar JSON has them all
@@ -87,7 +87,7 @@ def _summary(estimator, data, model, args, data_norm, sym):
     lines = [f"{PROG} report: Fisher information loss (FIL) of a released model", ""]
     lines += _data_lines(estimator, data, args, sym)
     lines += _model_lines(estimator, data, model, args, data_norm, sym)
-    lines += _quality_lines(data["fit"], data, data_norm, sym)
+    lines += _quality_lines(data["fit"], data, data_norm, sym, args.target_epsilon)
     lines += _report_lines(report, min(args.top, report.shape[0]), sym)
     lines += _attribute_lines(estimator)
     lines += [
@@ -162,14 +162,23 @@ def _listing(names, limit=_N_LISTED):
 
 def _model_lines(estimator, data, model, args, data_norm, sym):
     """Lines describing the fitted model: its noise, penalty and clipping."""
-    text = f"Model:  {model.title}, {sym['lam']} = {args.lam:g}, Gaussian output noise "
-    text += f"{sym['sigma']} = {args.sigma:g}"
+    lam, sigma = estimator.lam_, estimator.sigma_
+    text = f"Model:  {model.title}, {sym['lam']} = {lam:.4g}, Gaussian output noise "
+    text += f"{sym['sigma']} = {sigma:.4g}"
     lines = ["", text]
     if data_norm is not None:
         n, n_clipped = estimator.privacy_report_.shape[0], estimator.n_clipped_
         lines[-1] += f", rows clipped to norm {sym['le']} {data_norm:g}"
         most = " (most of them: see the warning above)" if 2 * n_clipped > n else ""
         lines.append(f"        clipping rescaled {n_clipped} of {n} rows{most}")
+    if args.target_epsilon is not None:
+        how = f"{sym['sigma']} calibrated to {sym['eps']} = {args.target_epsilon:g}"
+        if args.lam is None:
+            how += (
+                f"; {sym['lam']} chosen from n, d, the norm bound, {sym['eps']} and "
+                f"{sym['delta']} alone (public numbers: lam='auto')"
+            )
+        lines += _wrapped(f"({how})")
     if data.get("model_note"):
         lines.append(f"        ({data['model_note']})")
     return lines
@@ -178,32 +187,16 @@ def _model_lines(estimator, data, model, args, data_norm, sym):
 def _fit_quality(estimator, X, y, model):
     """Training score of the released model beside the baseline, and the verdict.
 
-    A classifier is useful when its accuracy exceeds the majority rate by more
-    than two binomial standard errors; a regressor when its R^2 exceeds what
-    ``d`` uninformative inputs reach on the training rows by chance (about
-    ``d / n``, plus two standard deviations ``sqrt(2 d) / n``).
+    :func:`~sklearn_fil.utils._baseline.fit_quality`, the test of the
+    estimators' :class:`~sklearn_fil.exceptions.UtilityWarning`, on the rows
+    as given.
     """
-    n, d = len(y), X.shape[1]
     score = float(estimator.score(X, y))
-    if model.family.is_classifier:
-        counts = y.value_counts()
-        baseline = float(counts.iloc[0] / n)
-        margin = 2 * math.sqrt(baseline * (1 - baseline) / n)
-        majority, metric = _plain(counts.index[0]), "accuracy"
-    else:
-        baseline, margin = 0.0, (d + 2 * math.sqrt(2 * d)) / n
-        majority, metric = None, "R^2"
-    return {
-        "metric": metric,
-        "score": score,
-        "baseline": baseline,
-        "majority_class": majority,
-        "margin": margin,
-        "useful": score > baseline + margin,
-    }
+    quality = fit_quality(score, y, X.shape[1], model.family.is_classifier)
+    return {**quality._asdict(), "majority_class": _plain(quality.majority_class)}
 
 
-def _quality_lines(fit, data, data_norm, sym):
+def _quality_lines(fit, data, data_norm, sym, target_epsilon=None):
     """Lines of the training score, the baseline, the verdict and any leak."""
     if fit["metric"] == "accuracy":
         metric = "accuracy"
@@ -214,7 +207,9 @@ def _quality_lines(fit, data, data_norm, sym):
         "",
         f"Fit:    training {metric} of the released model {fit['score']:.3f}; "
         f"{baseline} {fit['baseline']:.3f}",
-        *_wrapped("Verdict: " + _verdict(fit, data_norm, sym), first=""),
+        *_wrapped(
+            "Verdict: " + _verdict(fit, data_norm, sym, target_epsilon), first=""
+        ),
     ]
     leaks = data["table"]["leaks"]
     if leaks:
@@ -229,7 +224,7 @@ def _quality_lines(fit, data, data_norm, sym):
     return lines
 
 
-def _verdict(fit, data_norm, sym):
+def _verdict(fit, data_norm, sym, target_epsilon=None):
     """One sentence judging the released model against its baseline."""
     accuracy = fit["metric"] == "accuracy"
     if fit["useful"] and accuracy:
@@ -246,7 +241,10 @@ def _verdict(fit, data_norm, sym):
     else:
         within = "no more than uninformative inputs reach by chance"
         useless = "no better than always predicting the mean"
-    fixes = f"lower {sym['sigma']} or {sym['lam']}"
+    if target_epsilon is None:
+        fixes = f"lower {sym['sigma']} or {sym['lam']}"
+    else:
+        fixes = "raise --target-epsilon, use more data or set --lam"
     fixes += ", or raise --data-norm" if data_norm is not None else ""
     return (
         f"the released model is {useless} ({within}): its FIL and {sym['eps']} "
