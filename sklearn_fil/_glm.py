@@ -11,11 +11,13 @@ solve goes) and Newton's method.
 # Authors: The sklearn-fil developers
 # SPDX-License-Identifier: BSD-3-Clause
 
+import warnings
 from collections import deque
 from dataclasses import dataclass, replace
 
 import numpy as np
 from scipy import linalg, sparse
+from sklearn.exceptions import ConvergenceWarning
 
 from sklearn_fil._losses import get_family
 from sklearn_fil._threads import gram_block_rows, row_blocks, row_parallel, small_work
@@ -638,3 +640,17 @@ def _line_search(objective, w, f, g, step):
         if f_new <= f - _ARMIJO * t * float(g @ step) + slack or t < 1e-10:
             return w_new, f_new
         t *= 0.5
+
+
+def warn_unconverged(sensitivity, max_iter, stacklevel=2):
+    """Warn of the leave-one-out problems whose ``sensitivity`` is NaN."""
+    failed = np.isnan(sensitivity)
+    if failed.any():
+        warnings.warn(
+            f"The leave-one-out minimiser of {failed.sum()} of {failed.size} "
+            f"examples did not converge in max_iter={max_iter} Newton steps (their "
+            "leave-one-out sensitivity is NaN): without a penalty, removing an "
+            "example can leave an objective with no minimiser. Set lam > 0.",
+            ConvergenceWarning,
+            stacklevel=stacklevel + 1,
+        )

@@ -96,12 +96,10 @@ squared loss ``R = 0``: no remainder, and the interval is the closed form.
 # Authors: The sklearn-fil developers
 # SPDX-License-Identifier: BSD-3-Clause
 
-import warnings
 from dataclasses import dataclass, replace
 
 import numba
 import numpy as np
-from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import gen_batches
 
 from sklearn_fil._glm import (
@@ -111,6 +109,7 @@ from sklearn_fil._glm import (
     SPDFactor,
     augment_rmatvec,
     newton,
+    warn_unconverged,
     weighted_gram,
 )
 from sklearn_fil._losses import _SquaredLoss
@@ -246,16 +245,7 @@ def leave_one_out(
             n_iter = max(n_iter, it)
             if return_shifts:
                 shifts[sl] = U
-        failed = np.isnan(sensitivity)
-        if failed.any():
-            warnings.warn(
-                f"The leave-one-out minimiser of {failed.sum()} of {n} examples did "
-                f"not converge in max_iter={max_iter} Newton steps (their "
-                "leave-one-out sensitivity is NaN): without a penalty, removing an "
-                "example can leave an objective with no minimiser. Set lam > 0.",
-                ConvergenceWarning,
-                stacklevel=2,
-            )
+        warn_unconverged(sensitivity, max_iter)
     return _result(sensitivity, problem.singular, w_hat, shifts, n_iter)
 
 

@@ -58,19 +58,18 @@ Newton of :func:`fit_multinomial`. About 3 s at ``n = 2000, d = 10, K =
 # Authors: The sklearn-fil developers
 # SPDX-License-Identifier: BSD-3-Clause
 
-import warnings
 from dataclasses import dataclass, replace
 
 import numpy as np
 from scipy import linalg
 from scipy.special import logsumexp, softmax
-from sklearn.exceptions import ConvergenceWarning
 
 from sklearn_fil._glm import (
     SINGULAR_RTOL,
     GLMProblem,
     SPDFactor,
     _line_search,
+    warn_unconverged,
     weighted_grams,
 )
 from sklearn_fil.utils._clipping import vector_norm
@@ -411,16 +410,7 @@ def leave_one_out_sensitivity(problem, W, *, tol=1e-10, max_iter=100):
         sensitivity[part] = delta
         for i in part[slow]:
             sensitivity[i] = _refit_without(problem, W_hat, i, tol, max_iter)
-    failed = np.isnan(sensitivity)
-    if failed.any():
-        warnings.warn(
-            f"The leave-one-out minimiser of {failed.sum()} of {n} examples did "
-            f"not converge in max_iter={max_iter} Newton steps (their "
-            "leave-one-out sensitivity is NaN): without a penalty, removing an "
-            "example can leave an objective with no minimiser. Set lam > 0.",
-            ConvergenceWarning,
-            stacklevel=2,
-        )
+    warn_unconverged(sensitivity, max_iter)
     return sensitivity
 
 

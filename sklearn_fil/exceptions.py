@@ -85,7 +85,7 @@ class UtilityWarning(UserWarning):
     lower the noise, add data, or change the L2 strength.
 
     The check reads the private training data, so the warning itself is
-    about them: it is not part of :meth:`release`. Silence it with
+    about them: it is not part of :func:`~sklearn_fil.release`. Silence it with
     ``warnings.simplefilter("ignore", UtilityWarning)`` where many noisy
     models are fitted on purpose.
     """

@@ -164,6 +164,7 @@ INVENTORIES = {
                     "sklearn.linear_model.SGDClassifier",
                     "sklearn.metrics.RocCurveDisplay",
                     "sklearn.model_selection.GridSearchCV",
+                    "sklearn.model_selection.RandomizedSearchCV",
                     "sklearn.multioutput.MultiOutputRegressor",
                     "sklearn.neural_network.MLPClassifier",
                     "sklearn.pipeline.Pipeline",

@@ -26,10 +26,9 @@ from sklearn_fil._multinomial import (
     multinomial_fil,
 )
 from sklearn_fil._report import attribute_sizes, attribute_variances
-from sklearn_fil.accounting import default_delta
 from sklearn_fil.fisher import FisherInformationLoss
 from sklearn_fil.linear_model._base import CERTIFIED_FRACTION, NEWTON_TOL
-from sklearn_fil.linear_model._per_instance import _Accounting
+from sklearn_fil.linear_model._per_instance import estimator_accounting
 
 
 def is_multinomial(estimator):
@@ -114,19 +113,7 @@ def per_instance_columns(estimator, X, y, W, omega, delta, exact):
     bound ``omega_i sqrt(2) L / (sum(omega) lam)`` (``inf`` without a
     guarantee).
     """
-    delta = default_delta(X.shape[0]) if delta is None else delta
-    global_sensitivity = estimator._sensitivity(omega)
-    accounting = _Accounting(
-        sigma=estimator.sigma_,
-        delta=delta,
-        global_sensitivity=global_sensitivity,
-        guarantee_epsilon=(
-            None
-            if global_sensitivity is None
-            else estimator._guarantee(omega, delta).epsilon
-        ),
-        exact=exact,
-    )
+    accounting = estimator_accounting(estimator, X.shape[0], omega, delta, exact)
     sensitivity = None
     if exact:
         problem = _problem(estimator, X, y, omega)

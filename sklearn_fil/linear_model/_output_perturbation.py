@@ -260,7 +260,7 @@ class OutputPerturbedLogisticRegression(LogisticLossMixin, _OutputPerturbed):
     e_y|| <= sqrt(2)``); the report measures the label as a one-hot group of
     ``K - 1`` private coordinates; ``loo_sensitivity`` comes from refits (the
     bound above ``per_instance_accounting``'s threshold); see
-    :mod:`sklearn_fil._multinomial` for the numerics and their cost
+    ``sklearn_fil._multinomial`` for the numerics and their cost
     (``O(n (K p)^2 (d + K))`` for the report). In memory only (not on Dask).
 
     With rows clipped to ``data_norm``, ``lam > 0``, the intercept penalised
@@ -668,7 +668,7 @@ class OutputPerturbedLogisticRegression(LogisticLossMixin, _OutputPerturbed):
         Hessian ``s (1 - s) x x^T <= ||x||^2 / 4``. The multinomial loss
         (``K`` classes): ``K (d + fit_intercept)`` weights, gradient ``||P -
         e_y|| ||x|| <= sqrt(2) ||x||``, Hessian ``S (kron) x x^T`` with ``||S||
-        <= 1/2`` (:mod:`sklearn_fil._multinomial`).
+        <= 1/2`` (``sklearn_fil._multinomial``).
         """
         n_params = self.n_features_in_ + int(self.fit_intercept)
         if _multinomial.is_multinomial(self):

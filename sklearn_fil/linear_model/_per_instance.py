@@ -145,6 +145,27 @@ def _block_columns(X, y, omega, accounting, refits):
     return np.column_stack(list(accounting.columns(sensitivity, omega).values()))
 
 
+def estimator_accounting(estimator, n_samples, omega, delta, exact):
+    """The :class:`_Accounting` of a fitted output-perturbed ``estimator``.
+
+    ``delta`` None means ``default_delta(n_samples)``; the noise is the release's
+    ``sigma_`` (set before the fit).
+    """
+    delta = default_delta(n_samples) if delta is None else delta
+    global_sensitivity = estimator._sensitivity(omega)
+    return _Accounting(
+        sigma=estimator.sigma_,
+        delta=delta,
+        global_sensitivity=global_sensitivity,
+        guarantee_epsilon=(
+            None
+            if global_sensitivity is None
+            else estimator._guarantee(omega, delta).epsilon
+        ),
+        exact=exact,
+    )
+
+
 def per_instance_columns(
     estimator,
     X,
@@ -198,20 +219,7 @@ def per_instance_columns(
         ``exact``, so a bound is never read as the exact distance, followed
         by ``loo_sensitivity_lower`` with an ``interval``.
     """
-    n = X.shape[0]
-    delta = default_delta(n) if delta is None else delta
-    global_sensitivity = estimator._sensitivity(omega)
-    accounting = _Accounting(
-        sigma=estimator.sigma_,  # the noise of the release (set before the fit)
-        delta=delta,
-        global_sensitivity=global_sensitivity,
-        guarantee_epsilon=(
-            None
-            if global_sensitivity is None
-            else estimator._guarantee(omega, delta).epsilon
-        ),
-        exact=exact,
-    )
+    accounting = estimator_accounting(estimator, X.shape[0], omega, delta, exact)
     args = (
         estimator.lam_,
         estimator.fit_intercept,

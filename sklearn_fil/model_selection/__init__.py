@@ -1,6 +1,6 @@
 """Hyperparameter search with a differentially private selection.
 
-:class:`PrivateSearchCV` tunes a private estimator on private data and
+:class:`~sklearn_fil.model_selection.PrivateSearchCV` tunes a private estimator on private data and
 charges the tuning itself: its ``guarantee_`` covers the candidates, the
 selection (random stopping, Papernot and Steinke 2022) and the refit.
 """

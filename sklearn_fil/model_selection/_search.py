@@ -204,7 +204,7 @@ class PrivateSearchCV(GuaranteeMixin, MetaEstimatorMixin, BaseEstimator):
         The winner's noisy validation score.
     best_index_ : int
         Its row in ``cv_results_`` (sensitive, see Notes).
-    cv_results_ : dict of numpy arrays
+    cv_results_ : dict of ndarray
         One row per repetition run: ``params``, ``param_<name>``,
         ``mean_test_score`` (the noisy validation score), ``rank_test_score``,
         ``mean_fit_time``, ``mean_score_time``. Sensitive, see Notes.
@@ -226,7 +226,7 @@ class PrivateSearchCV(GuaranteeMixin, MetaEstimatorMixin, BaseEstimator):
     See Also
     --------
     sklearn_fil.accounting.within_budget : A non-private search within a
-        budget: its choice is not charged.
+        budget, whose choice is not charged.
 
     Notes
     -----
