@@ -654,3 +654,48 @@ def warn_unconverged(sensitivity, max_iter, stacklevel=2):
             ConvergenceWarning,
             stacklevel=stacklevel + 1,
         )
+
+
+@dataclass(frozen=True)
+class LeaveOneOutInterval:
+    """Certified brackets of the leave-one-out sensitivities of a GLM.
+
+    Attributes
+    ----------
+    lower, upper : ndarray of shape (n_samples,)
+        ``lower <= Delta_i = ||w* - w_-i|| <= upper`` (the Frobenius norm
+        of a multinomial model's weights):
+        ``(0, inf)`` where no interval is certified, ``(0, 0)`` where
+        ``omega_i = 0``.
+    reach : ndarray of shape (n_samples,)
+        Upper bound on ``||w - w_-i||``, from the given weights (the released
+        centre) to the exact leave-one-out minimiser.
+    fit_error : float
+        Upper bound ``e_0`` on ``||w - w*||``, from the given weights to the
+        exact minimiser on all the data.
+    """
+
+    lower: np.ndarray
+    upper: np.ndarray
+    reach: np.ndarray
+    fit_error: float
+
+
+def localised_distance(g_euclid, T, g_dual, lam, L, rate=1.0):
+    """Certified ``||u - argmin F_-i||`` from the remainder bounds at ``u`` (arrays).
+
+    ``g_euclid`` and ``g_dual`` bound the gradient of ``F_-i`` at ``u`` in
+    the Euclidean and ``H_-i^-1`` norms; ``u`` is ``T / L`` from the
+    expansion point; ``lam`` bounds ``lambda_min(H_-i)``; the loss's
+    curvature changes by at most ``e^(rate |t|)`` over a margin step ``t``.
+    Within ``rho = 4 g_euclid e^(rate T) / lam`` the Hessian is at least
+    ``alpha H_-i``, ``alpha = e^-(rate (T + L rho))``, which localises the
+    minimiser in that ball where ``rate L rho <= ln 2``; ``inf`` where it
+    does not (see :mod:`sklearn_fil._leave_one_out`).
+    """
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        rho = 4.0 * g_euclid * np.exp(rate * T) / lam
+        alpha = np.exp(-rate * (T + L * rho))
+        error = np.minimum(g_euclid / (alpha * lam), g_dual / (alpha * np.sqrt(lam)))
+        ok = (lam > 0) & (rate * L * rho <= np.log(2.0))
+    return np.where(ok, np.where(g_euclid > 0, error, 0.0), np.inf)

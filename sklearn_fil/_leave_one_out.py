@@ -105,9 +105,11 @@ from sklearn.utils import gen_batches
 from sklearn_fil._glm import (
     SINGULAR_RTOL,
     GLMProblem,
+    LeaveOneOutInterval,
     RowPasses,
     SPDFactor,
     augment_rmatvec,
+    localised_distance,
     newton,
     warn_unconverged,
     weighted_gram,
@@ -249,30 +251,6 @@ def leave_one_out(
     return _result(sensitivity, problem.singular, w_hat, shifts, n_iter)
 
 
-@dataclass(frozen=True)
-class LeaveOneOutInterval:
-    """Certified brackets of the leave-one-out sensitivities of a GLM.
-
-    Attributes
-    ----------
-    lower, upper : ndarray of shape (n_samples,)
-        ``lower <= Delta_i = ||w* - w_-i|| <= upper`` (module docstring):
-        ``(0, inf)`` where no interval is certified, ``(0, 0)`` where
-        ``omega_i = 0``.
-    reach : ndarray of shape (n_samples,)
-        Upper bound on ``||w - w_-i||``, from the given weights (the released
-        centre) to the exact leave-one-out minimiser.
-    fit_error : float
-        Upper bound ``e_0`` on ``||w - w*||``, from the given weights to the
-        exact minimiser on all the data.
-    """
-
-    lower: np.ndarray
-    upper: np.ndarray
-    reach: np.ndarray
-    fit_error: float
-
-
 def leave_one_out_interval(
     X,
     y,
@@ -401,21 +379,8 @@ class _Bounds:
     cond: float
 
     def distance(self, g_euclid, T, g_dual, lam):
-        """Certified ``||u - argmin||`` of the remainder bounds at ``u`` (arrays).
-
-        ``g_euclid`` and ``g_dual`` bound the gradient at ``u`` in the
-        Euclidean and ``H_-i^-1`` norms; ``u`` is ``T / L`` from the
-        expansion point; ``lam`` bounds ``lambda_min(H_-i)``. ``inf`` where
-        the minimiser is not localised.
-        """
-        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-            rho = 4.0 * g_euclid * np.exp(self.rate * T) / lam
-            alpha = np.exp(-self.rate * (T + self.L * rho))
-            error = np.minimum(
-                g_euclid / (alpha * lam), g_dual / (alpha * np.sqrt(lam))
-            )
-            ok = (lam > 0) & (self.rate * self.L * rho <= np.log(2.0))
-        return np.where(ok, np.where(g_euclid > 0, error, 0.0), np.inf)
+        """:func:`~sklearn_fil._glm.localised_distance` with these bounds."""
+        return localised_distance(g_euclid, T, g_dual, lam, self.L, self.rate)
 
     def errors(self, size, vKv, den, lam):
         """``e_i``: the certified ``||w + v_i - w_-i||`` of every row.

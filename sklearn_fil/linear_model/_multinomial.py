@@ -22,6 +22,7 @@ import numpy as np
 from sklearn_fil._multinomial import (
     MultinomialProblem,
     fit_multinomial,
+    leave_one_out_interval,
     leave_one_out_sensitivity,
     multinomial_fil,
 )
@@ -109,13 +110,20 @@ def per_instance_columns(estimator, X, y, W, omega, delta, exact):
     """``loo_sensitivity`` (or its bound), ``epsilon``, ``epsilon_replace_one``.
 
     As :func:`sklearn_fil.linear_model._per_instance.per_instance_columns`:
-    the exact ``Delta_i`` by refits (``exact``), else the strong-convexity
-    bound ``omega_i sqrt(2) L / (sum(omega) lam)`` (``inf`` without a
-    guarantee).
+    the exact ``Delta_i`` by refits (``exact``); else, where the estimator
+    certifies intervals (``per_instance_accounting="auto"``), the ends of the
+    certified interval of every ``Delta_i``
+    (:func:`sklearn_fil._multinomial.leave_one_out_interval`, ``O(n (K
+    p)^2)``), the upper one intersected with the strong-convexity bound
+    ``omega_i sqrt(2) L / (sum(omega) lam)``; else that bound (``inf``
+    without a guarantee).
     """
     accounting = estimator_accounting(estimator, X.shape[0], omega, delta, exact)
     sensitivity = None
     if exact:
         problem = _problem(estimator, X, y, omega)
         sensitivity = leave_one_out_sensitivity(problem, W)
+    elif estimator._per_instance_interval(X.shape[0]):
+        bracket = leave_one_out_interval(_problem(estimator, X, y, omega), W)
+        return accounting.columns(None, omega, bracket)
     return accounting.columns(sensitivity, omega)

@@ -86,7 +86,7 @@ class _Accounting:
 
         ``sensitivity`` is their exact ``Delta_i``, or None when not
         ``exact``: then the upper end of the certified ``interval``
-        (a :class:`~sklearn_fil._leave_one_out.LeaveOneOutInterval`) if
+        (a :class:`~sklearn_fil._glm.LeaveOneOutInterval`) if
         given, else the strong-convexity bound (or ``inf``), is reported.
         """
         gs = self.global_sensitivity

@@ -1,8 +1,9 @@
 """Hyperparameter search with a differentially private selection.
 
-:class:`~sklearn_fil.model_selection.PrivateSearchCV` tunes a private estimator on private data and
-charges the tuning itself: its ``guarantee_`` covers the candidates, the
-selection (random stopping, Papernot and Steinke 2022) and the refit.
+:class:`~sklearn_fil.model_selection.PrivateSearchCV` tunes a private
+estimator on private data and charges the tuning itself: its ``guarantee_``
+covers the candidates, the selection (random stopping, Papernot and Steinke
+2022) and the refit.
 """
 
 # Authors: The sklearn-fil developers
