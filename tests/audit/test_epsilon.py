@@ -23,6 +23,7 @@ from sklearn_fil.accounting import Guarantee, gaussian_epsilon
 from sklearn_fil.audit import EpsilonAudit, canary_neighbours
 from sklearn_fil.audit._epsilon import _clopper_pearson_upper, _epsilon_bound
 from sklearn_fil.exceptions import PrivacyLeakWarning
+from tests.audit._doubles import QuarterNoiseLogisticRegression
 
 N_SAMPLES = 20
 DELTA = 0.04  # below 1 / N_SAMPLES; large enough that the claims are small
@@ -127,25 +128,6 @@ class RandomizedResponse(BaseEstimator):
             delta=0.0,
             neighboring_relation="replace_one",
             mechanism="randomized response (test)",
-        )
-        return self
-
-
-class QuarterNoiseLogisticRegression(OutputPerturbedLogisticRegression):
-    """A quarter of the noise, the full-noise claim: epsilon understated."""
-
-    def fit(self, X, y, sample_weight=None):
-        sigma = self.sigma
-        self.sigma = sigma / 4.0
-        try:
-            super().fit(X, y, sample_weight)
-        finally:
-            self.sigma = sigma
-        g = self.guarantee_
-        self.guarantee_ = dataclasses.replace(
-            g,
-            epsilon=_gaussian_epsilon(sigma, g.sensitivity, g.delta),
-            noise_std=sigma,
         )
         return self
 

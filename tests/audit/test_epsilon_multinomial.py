@@ -10,15 +10,13 @@ L / (n lam)``, half the certified ``2 sqrt(2) L / (n lam)``, so a quarter of
 the noise puts the pair two claimed noise-units apart.
 """
 
-import dataclasses
-
 import numba
 import numpy as np
 import pytest
 
 from sklearn_fil import OutputPerturbedLogisticRegression
-from sklearn_fil.accounting import gaussian_epsilon
 from sklearn_fil.audit import EpsilonAudit
+from tests.audit._doubles import QuarterNoiseLogisticRegression
 
 N_SAMPLES = 20
 DELTA = 0.04
@@ -53,27 +51,6 @@ def data():
     return X, np.array(["a", "b", "c"])[y]
 
 
-class QuarterNoiseMultinomial(OutputPerturbedLogisticRegression):
-    """A quarter of the noise, the full-noise claim: ε understated."""
-
-    def fit(self, X, y, sample_weight=None):
-        sigma = self.sigma
-        self.sigma = sigma / 4.0
-        try:
-            super().fit(X, y, sample_weight)
-        finally:
-            self.sigma = sigma
-        g = self.guarantee_
-        self.guarantee_ = dataclasses.replace(
-            g,
-            epsilon=gaussian_epsilon(
-                sigma=sigma, sensitivity=g.sensitivity, delta=g.delta
-            ),
-            noise_std=sigma,
-        )
-        return self
-
-
 def test_multinomial_lower_bound_below_claim(data, global_random_seed):
     X, y = data
     estimator = OutputPerturbedLogisticRegression(target_epsilon=2.0, **PARAMS)
@@ -96,7 +73,7 @@ def test_multinomial_quarter_noise_is_refuted(data, global_random_seed):
         (1 + 2e-6) * 2 * np.sqrt(2) / N_SAMPLES, rel=1e-12
     )
     audit = EpsilonAudit(
-        QuarterNoiseMultinomial(sigma=0.1, **PARAMS),
+        QuarterNoiseLogisticRegression(sigma=0.1, **PARAMS),
         n_releases=1000,
         random_state=global_random_seed,
     ).fit(X, y)
