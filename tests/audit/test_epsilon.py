@@ -11,7 +11,6 @@ import math
 import warnings
 
 import joblib
-import numba
 import numpy as np
 import pandas as pd
 import pytest
@@ -25,21 +24,10 @@ from sklearn_fil.audit._epsilon import _clopper_pearson_upper, _epsilon_bound
 from sklearn_fil.exceptions import PrivacyLeakWarning
 from tests.audit._doubles import QuarterNoiseLogisticRegression
 
+pytestmark = pytest.mark.usefixtures("one_numba_thread")
+
 N_SAMPLES = 20
 DELTA = 0.04  # below 1 / N_SAMPLES; large enough that the claims are small
-
-
-@pytest.fixture(autouse=True, scope="module")
-def one_numba_thread():
-    """The estimators' numba kernels on one thread.
-
-    Thousands of tiny fits, two test workers on two cores: parallel kernels
-    would only oversubscribe them (a GLM fit is then several times slower).
-    """
-    before = numba.get_num_threads()
-    numba.set_num_threads(1)
-    yield
-    numba.set_num_threads(before)
 
 
 @pytest.fixture(scope="module")

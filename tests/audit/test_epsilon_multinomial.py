@@ -10,7 +10,6 @@ L / (n lam)``, half the certified ``2 sqrt(2) L / (n lam)``, so a quarter of
 the noise puts the pair two claimed noise-units apart.
 """
 
-import numba
 import numpy as np
 import pytest
 
@@ -28,15 +27,10 @@ PARAMS = dict(
     per_instance_accounting=False,  # the audit reads the release only
 )
 
-pytestmark = pytest.mark.filterwarnings("ignore:.*no better than a constant")
-
-
-@pytest.fixture(autouse=True, scope="module")
-def one_numba_thread():
-    before = numba.get_num_threads()
-    numba.set_num_threads(1)
-    yield
-    numba.set_num_threads(before)
+pytestmark = [
+    pytest.mark.usefixtures("one_numba_thread"),
+    pytest.mark.filterwarnings("ignore:.*no better than a constant"),
+]
 
 
 @pytest.fixture(scope="module")

@@ -4,7 +4,6 @@
 final step, equal to auditing the final step on the transformed rows by hand;
 models the audits cannot audit are refused before any work."""
 
-import numba
 import numpy as np
 import pandas as pd
 import pytest
@@ -20,14 +19,7 @@ from sklearn_fil import OutputPerturbedLogisticRegression
 from sklearn_fil.audit import EpsilonAudit, IntrinsicPrivacyAudit, canary_neighbours
 from tests._compas import compas, compas_columns
 
-
-@pytest.fixture(autouse=True, scope="module")
-def one_numba_thread():
-    """Many tiny fits on two shared cores: one numba thread each."""
-    before = numba.get_num_threads()
-    numba.set_num_threads(1)
-    yield
-    numba.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_numba_thread")
 
 
 def _private_glm(**params):
