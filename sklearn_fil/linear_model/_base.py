@@ -318,8 +318,7 @@ class BaseReleasedGLM(GuaranteeMixin, BaseEstimator):
         """
         if is_dask(X):
             return
-        # 1-D coef_ (binary, regression) or one row per class (multinomial)
-        decision = np.asarray(X @ np.transpose(self.coef_)) + self.intercept_
+        decision = self._margins(X)
         family = get_family(self._loss)
         if family.is_classifier:
             codes = np.asarray(y, dtype=np.intp)
@@ -604,9 +603,11 @@ class BaseReleasedGLM(GuaranteeMixin, BaseEstimator):
     def _decision(self, X):
         check_is_fitted(self)
         X = validate_data(self, X, accept_sparse="csr", dtype=np.float64, reset=False)
-        if np.ndim(self.coef_) == 2:  # multinomial: one column per class
-            return np.asarray(X @ self.coef_.T) + self.intercept_
-        return X @ self.coef_ + self.intercept_
+        return self._margins(X)
+
+    def _margins(self, X):
+        """``X coef_^T + intercept_``: one column per class when multinomial."""
+        return np.asarray(X @ np.transpose(self.coef_)) + self.intercept_
 
 
 def _extremes(X):
