@@ -121,6 +121,10 @@ def test_issue_reproduction_is_closed():
         OutputPerturbedLogisticRegression(
             lam=0.1, data_norm=2.0, penalize_intercept=True, onehot_groups="auto"
         ),
+        OutputPerturbedLinearRegression(lam=0.1, data_norm=2.0, label_bound=0.5),
+        OutputPerturbedLinearRegression(
+            target_epsilon=1.0, data_norm=2.0, label_bound=0.5
+        ),
         DPSGDClassifier(batch_size=8, max_iter=2, hidden_layer_sizes=(3,)),
         DPSGDClassifier(
             batch_size=8,

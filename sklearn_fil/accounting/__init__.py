@@ -28,7 +28,10 @@ from sklearn_fil.accounting._gaussian import (
 )
 from sklearn_fil.accounting._guarantee import Guarantee, check_delta, default_delta
 from sklearn_fil.accounting._label_dp import label_dp_lower_bound
-from sklearn_fil.accounting._lam import output_perturbation_lam
+from sklearn_fil.accounting._lam import (
+    output_perturbation_lam,
+    output_perturbation_ridge_lam,
+)
 from sklearn_fil.accounting._per_instance_gaussian import per_instance_gaussian_epsilon
 
 __all__ = [
@@ -51,6 +54,7 @@ __all__ = [
     "mse_bound_fil",
     "mse_bound_rdp",
     "output_perturbation_lam",
+    "output_perturbation_ridge_lam",
     "output_perturbation_sensitivity",
     "per_instance_gaussian_epsilon",
     "within_budget",

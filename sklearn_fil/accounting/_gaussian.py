@@ -321,18 +321,32 @@ def gaussian_rdp(alpha, *, sigma, sensitivity):
 
 
 @validate_params(
-    {"n_samples": [count(1)], "lam": [POSITIVE], "row_norm": [POSITIVE]},
+    {
+        "n_samples": [count(1)],
+        "lam": [POSITIVE],
+        "row_norm": [POSITIVE],
+        "label_bound": [None, POSITIVE],
+    },
     prefer_skip_nested_validation=True,
 )
-def output_perturbation_sensitivity(*, n_samples, lam, row_norm):
-    """L2 sensitivity of L2-regularised logistic regression, for output perturbation.
+def output_perturbation_sensitivity(*, n_samples, lam, row_norm, label_bound=None):
+    """L2 sensitivity of an L2-regularised GLM's minimiser, for output perturbation.
 
-    Let ``w*`` minimise ``sum_i loss(w^T x_i, y_i) + (n_samples lam / 2) ||w||^2``
-    where ``loss`` is convex and 1-Lipschitz in the margin ``w^T x`` (the logistic
-    loss, for labels in {0, 1} or {-1, +1}), and every row ``x_i`` -- including the
-    constant column when an intercept is fitted -- has ``||x_i|| <= row_norm``.
-    Replacing one example by any other changes ``w*`` by at most
-    ``2 row_norm / (n_samples lam)`` in L2 norm.
+    Let ``w*`` minimise ``sum_i loss(w^T x_i, y_i) + (n_samples lam / 2)
+    ||w||^2``, every row ``x_i`` -- including the constant column when an
+    intercept is fitted -- of norm ``||x_i|| <= row_norm`` (``L``). Replacing
+    one example by any other changes ``w*`` by at most ``2 G L / (n_samples
+    lam)`` in L2 norm, where ``G`` bounds ``|loss'|`` (the derivative in the
+    margin ``w^T x``) wherever the minimiser can lie:
+
+    * ``label_bound=None``: a loss that is 1-Lipschitz in the margin (the
+      logistic loss, for labels in {0, 1} or {-1, +1}), ``G = 1``;
+    * ``label_bound=B``: the squared loss ``(w^T x - y)^2 / 2`` of ridge
+      regression with labels ``|y_i| <= B``. The first-order condition
+      ``sum_i (m_i - y_i) x_i + n lam w* = 0``, with ``m_i = w*^T x_i``,
+      times ``w*`` gives ``n lam ||w*||^2 = sum_i (y_i m_i - m_i^2) <= sum_i
+      y_i^2 / 4 <= n B^2 / 4``, so ``||w*|| <= B / (2 sqrt(lam))`` on every
+      data set, and there ``|w^T x - y| <= L B / (2 sqrt(lam)) + B = G``.
 
     Parameters
     ----------
@@ -343,11 +357,14 @@ def output_perturbation_sensitivity(*, n_samples, lam, row_norm):
         every coordinate of ``w``, the intercept included, for the bound to hold.
     row_norm : float
         Bound on the L2 norm of every (augmented) training row, > 0.
+    label_bound : float, default=None
+        Bound ``B`` on ``|y_i|`` of ridge regression; None for a 1-Lipschitz
+        loss.
 
     Returns
     -------
     sensitivity : float
-        ``2 row_norm / (n_samples lam)``.
+        ``2 G row_norm / (n_samples lam)``.
 
     See Also
     --------
@@ -357,10 +374,11 @@ def output_perturbation_sensitivity(*, n_samples, lam, row_norm):
     Notes
     -----
     The objective is ``n lam``-strongly convex and two replace-one neighbours'
-    objectives differ by a function whose gradient is bounded by ``2 row_norm``
-    (Chaudhuri, Monteleoni & Sarwate 2011, Corollary 8); the number of examples
-    is public. The bound assumes the exact minimiser is released. Guo et al.
-    (2022, §7.1) use it with ``row_norm = 1`` and :func:`gaussian_rdp` at order 2.
+    objectives differ by a function whose gradient at either minimiser is
+    bounded by ``2 G row_norm`` (Chaudhuri, Monteleoni & Sarwate 2011,
+    Corollary 8, for bounded domains); the number of examples is public. The
+    bound assumes the exact minimiser is released. Guo et al. (2022, §7.1)
+    use it with ``row_norm = 1`` and :func:`gaussian_rdp` at order 2.
 
     References
     ----------
@@ -378,5 +396,15 @@ def output_perturbation_sensitivity(*, n_samples, lam, row_norm):
     0.2
     >>> round(gaussian_rdp(2, sigma=0.1, sensitivity=sens), 6)
     4.0
+
+    Ridge regression with labels in [-1, 1]: ``G = 1 / (2 sqrt(0.01)) + 1 = 6``.
+
+    >>> output_perturbation_sensitivity(
+    ...     n_samples=1000, lam=1e-2, row_norm=1.0, label_bound=1.0)
+    1.2
     """
-    return 2.0 * float(row_norm) / (int(n_samples) * float(lam))
+    row_norm, lam = float(row_norm), float(lam)
+    gradient = 1.0
+    if label_bound is not None:
+        gradient = float(label_bound) * (0.5 * row_norm / math.sqrt(lam) + 1.0)
+    return 2.0 * gradient * row_norm / (int(n_samples) * lam)

@@ -43,6 +43,8 @@ class GLMRecipe(GLMProblem):
     ----------
     data_norm : float or None
         Rows were clipped to this L2 norm before training.
+    label_bound : float or None
+        Regression labels were clipped to ``[-label_bound, label_bound]``.
     clip_exempt : tuple of int
         Columns of one-hot groups, which clipping leaves as they are.
     classes : ndarray or None
@@ -62,6 +64,7 @@ class GLMRecipe(GLMProblem):
     intercept: float
     weighted: bool = False
     clip_exempt: tuple[int, ...] = ()
+    label_bound: float | None = None
 
     @property
     def weights(self):
@@ -81,10 +84,13 @@ class GLMRecipe(GLMProblem):
         return clip_rows(X, self.data_norm, exempt=self.clip_exempt)[0]
 
     def encode(self, y):
-        """Targets as the loss sees them: floats, or 0/1 against ``classes``."""
+        """Targets as the loss sees them: floats, clipped; or 0/1 against classes."""
         y = np.asarray(y)
         if self.classes is None:
-            return y.astype(np.float64)
+            y = y.astype(np.float64)
+            if self.label_bound is None:
+                return y
+            return np.clip(y, -self.label_bound, self.label_bound)
         check_known_labels(y, self.classes, "the target model")
         return (y == self.classes[1]).astype(np.float64)
 
@@ -179,8 +185,9 @@ def target_glm(model, attack, *, informed=False):
         penalize_intercept=bool(
             getattr(model, "penalize_intercept_", params["penalize_intercept"])
         ),
-        # only OutputPerturbedLogisticRegression clips
+        # only the output-perturbed models clip
         data_norm=params.get("data_norm"),
+        label_bound=params.get("label_bound"),
         classes=np.asarray(model.classes_) if family.is_classifier else None,
         coef=np.asarray(model.coef_, dtype=np.float64).copy(),
         intercept=float(model.intercept_),

@@ -437,6 +437,8 @@ class BaseReleasedGLM(GuaranteeMixin, BaseEstimator):
         if classifier:
             classes = self._classes(checked.classes)
             y = (y == classes[1]).astype(np.float64)
+        else:  # the regression targets as fitted (clipped, where a model clips)
+            y = self._encode_y(y)[0]
         if not checked.w_max > 0:  # scikit-learn's words, as in memory
             raise ValueError(
                 "Sample weights must contain at least one non-zero number."

@@ -408,10 +408,10 @@ def test_default_delta_below_one_over_n_and_large_delta_warns():
         OutputPerturbedLogisticRegression(delta=0.25, **params).fit(X, y)
 
 
-def test_linear_has_no_guarantee(regression):
+def test_linear_without_bounds_has_no_guarantee(regression):
     X, y = regression
     est = OutputPerturbedLinearRegression(random_state=0).fit(X, y)
-    with pytest.warns(PrivacyLeakWarning, match="not DP"):
+    with pytest.warns(PrivacyLeakWarning, match="data_norm was not set"):
         assert est.epsilon_ is None
 
 
