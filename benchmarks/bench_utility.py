@@ -249,8 +249,16 @@ json.dump(out, sys.stdout)
 """
 
 
-def run_diffprivlib(all_splits, epsilons):
-    """Accuracy and fit time of diffprivlib on every split, in its own venv."""
+SPLIT_KEYS = ("seed", "X_train", "y_train", "X_test", "y_test", "data_norm")
+
+
+def run_diffprivlib(all_splits, epsilons, worker=None, keys=SPLIT_KEYS):
+    """Accuracy and fit time of diffprivlib on every split, in its own venv.
+
+    ``worker``: the script the venv's python runs on a folder of ``.npz``
+    files, one per split holding ``keys`` (default: the logistic worker).
+    """
+    worker = _DIFFPRIVLIB_WORKER if worker is None else worker
     if not VENV_PYTHON.exists():
         return None, f"no {VENV_PYTHON.relative_to(HERE.parent)}: see the setup"
     with tempfile.TemporaryDirectory() as tmp:
@@ -259,11 +267,10 @@ def run_diffprivlib(all_splits, epsilons):
                 np.savez(
                     Path(tmp) / f"{name}-{s['seed']}.npz",
                     epsilons=np.asarray(epsilons, dtype=float),
-                    **{k: s[k] for k in ("seed", "X_train", "y_train", "X_test",
-                                         "y_test", "data_norm")},
-                )  # fmt: skip
+                    **{k: s[k] for k in keys},
+                )
         proc = subprocess.run(
-            [str(VENV_PYTHON), "-c", _DIFFPRIVLIB_WORKER, tmp],
+            [str(VENV_PYTHON), "-c", worker, tmp],
             capture_output=True,
             text=True,
             check=False,
@@ -483,6 +490,11 @@ def dataset_section(name, info, results, epsilons, labels):
             ]  # fmt: skip
             lines.append(f"| λ chosen by {key}, median (range) | "
                          + " | ".join(cells) + " | |")  # fmt: skip
+    return [*lines, *error_notes(results), ""]
+
+
+def error_notes(results):
+    """Markdown lines: the failed fits and warnings of every contender and ε."""
     notes = []
     for key, by_eps in results.items():
         for eps, record in by_eps.items():
@@ -491,9 +503,7 @@ def dataset_section(name, info, results, epsilons, labels):
                 notes.append(f"- {at}: {count} fits failed: {msg}")
             for warning, count in record["warnings"].items():
                 notes.append(f"- {at}: {warning} in {count} of the fits")
-    if notes:
-        lines += ["", "Errors and warnings:", "", *notes]
-    return [*lines, ""]
+    return ["", "Errors and warnings:", "", *notes] if notes else []
 
 
 def _summary(targets):
