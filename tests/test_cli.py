@@ -10,6 +10,7 @@ import re
 import shutil
 import subprocess
 import sys
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -24,8 +25,15 @@ from sklearn_fil import (
     OutputPerturbedLinearRegression,
     OutputPerturbedLogisticRegression,
 )
-from sklearn_fil.accounting import default_delta, output_perturbation_lam
+from sklearn_fil.accounting import (
+    default_delta,
+    gaussian_epsilon,
+    gaussian_sigma,
+    output_perturbation_lam,
+    output_perturbation_ridge_lam,
+)
 from sklearn_fil.cli import main
+from sklearn_fil.exceptions import ClippingWarning
 from sklearn_fil.report_io import sidecar_path
 from tests._tables import UNINFORMATIVE_REASONS, mixed_frame, uninformative_frame
 
@@ -39,6 +47,7 @@ OPTIONS = [
     "--target-epsilon",
     "--no-private-label",
     "--data-norm",
+    "--label-bound",
     "--delta",
     "--random-state",
     "--top",
@@ -368,6 +377,13 @@ def test_compas_raw_csv(tmp_path, capsys):
 
 def _expected_mixed_report(frame):
     """The mixed frame's report, preprocessed by hand with scikit-learn."""
+    X, groups = _mixed_inputs(frame)
+    est = OutputPerturbedLogisticRegression(sigma=0.1, lam=0.01, onehot_groups=groups)
+    return est.fit(X, frame["y"]).privacy_report_
+
+
+def _mixed_inputs(frame):
+    """The mixed frame's model inputs and one-hot groups, prepared by hand."""
     from sklearn.impute import SimpleImputer
 
     X = pd.DataFrame(index=frame.index)
@@ -384,9 +400,7 @@ def _expected_mixed_report(frame):
     for level in (False, True):
         X[f"member={level}"] = (frame["member"] == level).astype(float)
         groups["member"].append(f"member={level}")
-    X = X[["age", "income", "score", *groups["colour"], *groups["member"]]]
-    est = OutputPerturbedLogisticRegression(sigma=0.1, lam=0.01, onehot_groups=groups)
-    return est.fit(X, frame["y"]).privacy_report_
+    return X[["age", "income", "score", *groups["colour"], *groups["member"]]], groups
 
 
 def test_mixed_types_with_missing_values(tmp_path, capsys):
@@ -678,6 +692,215 @@ def test_useless_target_gets_the_verdict_not_a_warning(tmp_path, capsys):
     assert _sidecar(out_path)["fit"]["useful"] is False
 
 
+# --------------------------------------------------------------------------------------
+# a numeric target with bounded rows and labels: the linear model's guarantee
+
+_NORM, _BOUND = 2.5, 1.5  # --data-norm, --label-bound
+
+
+def _numeric_mixed_frame(n=300, seed=0):
+    """``mixed_frame`` (text, true/false, missing values) with a numeric ``y``.
+
+    ``y`` is centred near 0, a few of its values beyond ``_BOUND``.
+    """
+    frame = mixed_frame(n=n, seed=seed)
+    rng = np.random.default_rng(seed + 1)
+    signal = (frame["income"] - 55) / 30 + (frame["colour"] == "red") - 0.3
+    frame["y"] = (signal + 0.5 * rng.normal(size=n)).round(3)
+    return frame
+
+
+def _ridge_sensitivity(n, lam, data_norm, label_bound):
+    """The guarantee's Δ by hand: ``2 G L / (n λ)``, times the certificate's 1 + 2e-6.
+
+    ``L`` bounds a row with its intercept column, ``G = B (L / (2 sqrt(λ)) + 1)``
+    the residual where the minimiser can lie: its first-order condition times
+    ``w`` gives ``n λ ||w||^2 = sum_i (y_i m_i - m_i^2) <= n B^2 / 4``.
+    """
+    row_norm = math.hypot(data_norm, 1.0)
+    residual = label_bound * (row_norm / (2.0 * math.sqrt(lam)) + 1.0)
+    return (1.0 + 2e-6) * 2.0 * residual * row_norm / (n * lam)
+
+
+def _clipped_counts(frame, X):
+    """Labels beyond ``_BOUND`` and rows beyond ``_NORM`` (the 2 one-hot 1s kept)."""
+    numeric = X[["age", "income", "score"]].to_numpy()
+    budget = math.sqrt(_NORM**2 - 2)
+    n_rows = int((np.linalg.norm(numeric, axis=1) > budget).sum())
+    return int((frame["y"].abs() > _BOUND).sum()), n_rows
+
+
+def test_numeric_target_with_bounds_reports_epsilon(tmp_path, capsys):
+    frame = _numeric_mixed_frame()
+    csv, out_path = tmp_path / "num.csv", tmp_path / "r.csv"
+    frame.to_csv(csv, index=False)
+    argv = ["report", str(csv), "--target", "y", "--data-norm", str(_NORM)]
+    argv += ["--label-bound", str(_BOUND), "--sigma", "0.05", "--out", str(out_path)]
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        assert main(argv) == 0
+    assert not [w for w in caught if issubclass(w.category, ClippingWarning)]
+    out, _ = capsys.readouterr()
+    n = len(frame)
+    delta = default_delta(n)
+    sensitivity = _ridge_sensitivity(n, 0.01, _NORM, _BOUND)  # λ: the default 0.01
+    expected = gaussian_epsilon(sigma=0.05, sensitivity=sensitivity, delta=delta)
+    sidecar = _sidecar(out_path)
+    assert sidecar["model"] == "linear"
+    assert sidecar["epsilon"] == pytest.approx(expected, rel=1e-9)
+    assert sidecar["delta"] == delta
+    assert sidecar["neighboring_relation"] == "replace_one"
+    assert sidecar["settings"]["estimator_params"]["label_bound"] == _BOUND
+    assert _epsilon_in(out) == pytest.approx(expected, rel=1e-3)
+    assert f"δ = {delta:.4g} (the default, below 1/n)" in out
+    assert "replace-one neighbours" in " ".join(out.split())
+    # the clipping counted, from the raw labels and the rows prepared by hand
+    X, groups = _mixed_inputs(frame)
+    n_labels, n_rows = _clipped_counts(frame, X)
+    assert 0 < n_labels < n / 2 and 0 < n_rows < n / 2
+    assert f"rows clipped to norm ≤ {_NORM:g}\n" in out
+    assert f"clipping rescaled {n_rows} of {n} rows\n" in out
+    bounds = f"labels clipped to [-{_BOUND:g}, {_BOUND:g}]"
+    assert f"{bounds}: clipping changed {n_labels} of {n} labels\n" in out
+    assert sidecar["n_clipped"] == n_rows and sidecar["n_labels_clipped"] == n_labels
+    # the estimator on the rows prepared by hand: the same report and ε
+    est = OutputPerturbedLinearRegression(
+        sigma=0.05, lam=0.01, data_norm=_NORM, label_bound=_BOUND, onehot_groups=groups
+    ).fit(X, frame["y"])
+    report = pd.read_csv(out_path, index_col=0)
+    assert_allclose(report.to_numpy(), est.privacy_report_.to_numpy(), rtol=1e-8)
+    assert est.epsilon_ == pytest.approx(expected, rel=1e-9)
+
+
+def test_numeric_target_at_a_target_epsilon(tmp_path, capsys):
+    frame = _numeric_mixed_frame(n=2000)
+    csv, out_path = tmp_path / "num.csv", tmp_path / "r.csv"
+    frame.to_csv(csv, index=False)
+    argv = ["report", str(csv), "--target", "y", "--data-norm", str(_NORM)]
+    argv += ["--label-bound", str(_BOUND), "--target-epsilon", "1"]
+    assert main([*argv, "--random-state", "0", "--out", str(out_path)]) == 0
+    out, _ = capsys.readouterr()
+    n, n_params = 2000, 3 + 3 + 2 + 1  # numeric, colour, member, intercept
+    delta = default_delta(n)
+    lam = output_perturbation_ridge_lam(n, n_params, math.hypot(_NORM, 1.0), 1.0, delta)
+    assert f"λ = {lam:.4g}," in out
+    assert "calibrated to ε = 1; λ chosen from n, d" in " ".join(out.split())
+    sidecar = _sidecar(out_path)
+    assert sidecar["lam"] == pytest.approx(lam, rel=1e-12)
+    assert sidecar["settings"]["estimator_params"]["lam"] == "auto"
+    # sigma: the analytic Gaussian mechanism at the Δ recomputed by hand
+    sensitivity = _ridge_sensitivity(n, lam, _NORM, _BOUND)
+    sigma = gaussian_sigma(epsilon=1.0, delta=delta, sensitivity=sensitivity)
+    assert sidecar["sigma"] == pytest.approx(sigma, rel=1e-9)
+    assert sidecar["epsilon"] == pytest.approx(1.0, rel=1e-9)
+    assert _epsilon_in(out) == 1.0
+    n_labels, _ = _clipped_counts(frame, _mixed_inputs(frame)[0])
+    assert sidecar["n_labels_clipped"] == n_labels
+
+
+def test_numeric_target_with_most_labels_clipped_warns(tmp_path, capsys):
+    frame = _numeric_mixed_frame()
+    frame["y"] += 10.0  # not centred: every label beyond the bound
+    csv, out_path = tmp_path / "num.csv", tmp_path / "r.csv"
+    frame.to_csv(csv, index=False)
+    argv = ["report", str(csv), "--target", "y", "--data-norm", str(_NORM)]
+    argv += ["--label-bound", str(_BOUND), "--out", str(out_path)]
+    with pytest.warns(ClippingWarning, match="label_bound=1.5 clipped 300 of 300"):
+        assert main(argv) == 0
+    out, _ = capsys.readouterr()
+    assert (
+        "clipping changed 300 of 300 labels (most of them: see the warning above)"
+        in out
+    )
+    assert _sidecar(out_path)["n_labels_clipped"] == 300
+    # the model predicts within the bound: useless, and the verdict names the fix
+    verdict = _verdict_in(out)
+    assert "no better than always predicting the mean" in verdict
+    assert "or raise --data-norm or --label-bound" in verdict
+
+
+@pytest.mark.parametrize(
+    "given, fix",
+    [
+        (["--data-norm", "2.5"], "pass --label-bound to clip the labels and get one"),
+        (["--label-bound", "1.5"], "pass --data-norm to clip the rows and get one"),
+    ],
+)
+def test_numeric_target_with_one_bound_says_what_is_missing(
+    tmp_path, capsys, given, fix
+):
+    frame = _numeric_mixed_frame()
+    csv, out_path = tmp_path / "num.csv", tmp_path / "r.csv"
+    frame.to_csv(csv, index=False)
+    argv = ["report", str(csv), "--target", "y", *given, "--out", str(out_path)]
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert _epsilon_in(out) is None
+    assert f"ε: not defined (no DP guarantee; {fix})" in " ".join(out.split())
+    sidecar = _sidecar(out_path)
+    assert sidecar["epsilon"] is None
+    option = "label_bound" if given[0] == "--data-norm" else "data_norm"
+    assert f"{option} was not set" in sidecar["no_guarantee_reason"]
+    assert ("clipping rescaled" in out) == (given[0] == "--data-norm")
+    assert ("labels clipped to" in out) == (given[0] == "--label-bound")
+
+
+def test_bundled_data_linear_takes_its_row_bound_with_a_label_bound(tmp_path, capsys):
+    out_path = tmp_path / "r.csv"
+    argv = ["report", "--model", "linear", "--out", str(out_path)]
+    assert main([*argv, "--label-bound", "1"]) == 0
+    out, _ = capsys.readouterr()
+    # the bundled rows are scaled into the unit ball: --data-norm 1 by default
+    assert "rows clipped to norm ≤ 1\n        clipping rescaled 0 of 569 rows" in out
+    expected = gaussian_epsilon(
+        sigma=0.1,
+        sensitivity=_ridge_sensitivity(569, 0.01, 1.0, 1.0),
+        delta=default_delta(569),
+    )
+    assert _sidecar(out_path)["epsilon"] == pytest.approx(expected, rel=1e-9)
+    # without a label bound the rows are not clipped (as before), and the
+    # summary says what gives a guarantee
+    assert main([*argv, "--overwrite"]) == 0
+    out = capsys.readouterr().out
+    assert "rows clipped" not in out and _epsilon_in(out) is None
+    assert (
+        "pass --label-bound to clip the labels, and the rows to the data's norm "
+        "bound 1, and get one" in " ".join(out.split())
+    )
+    sidecar = _sidecar(out_path)
+    assert sidecar["settings"]["estimator_params"]["data_norm"] is None
+
+
+@pytest.mark.parametrize(
+    "options, message",
+    [
+        (["--target-epsilon", "1", "--data-norm", "2"], "(missing: --label-bound)"),
+        (["--target-epsilon", "1", "--label-bound", "2"], "(missing: --data-norm)"),
+        (["--delta", "1e-6", "--data-norm", "2"], "(missing: --label-bound)"),
+        (["--label-bound", "1", "--model", "logistic"], "only to --model linear"),
+    ],
+)
+def test_missing_bounds_fail_before_any_work(
+    tmp_path, capsys, monkeypatch, options, message
+):
+    from sklearn_fil.tabular import TablePreparer
+
+    def no_work(*args, **kwargs):
+        raise AssertionError("the command prepared or fitted before refusing")
+
+    monkeypatch.setattr(TablePreparer, "fit_transform", no_work)
+    monkeypatch.setattr(OutputPerturbedLinearRegression, "fit", no_work)
+    monkeypatch.setattr(OutputPerturbedLogisticRegression, "fit", no_work)
+    frame = _numeric_mixed_frame()
+    csv, out_path = tmp_path / "num.csv", tmp_path / "r.csv"
+    frame.to_csv(csv, index=False)
+    with pytest.raises(SystemExit) as exc_info:
+        main(["report", str(csv), "--target", "y", *options, "--out", str(out_path)])
+    assert exc_info.value.code == 2
+    assert message in capsys.readouterr().err
+    assert not out_path.exists()
+
+
 def test_regression_reports_r2_and_its_baseline(tmp_path, capsys):
     csv = tmp_path / "data.csv"
     _regression_csv(csv)
@@ -866,20 +1089,48 @@ ERROR_CASES = {
         ["--target", "y", "--model", "linear", "--lam", "0"],
         ["fitting the linear model failed", "singular"],
     ),
-    "data norm with linear": (
-        "a,y\n1,3\n2,5\n3,1\n",
-        ["--target", "y", "--data-norm", "1"],
-        ["--data-norm applies only to --model logistic"],
+    "label bound with logistic": (
+        "a,y\n1,0\n2,1\n3,1\n",
+        ["--target", "y", "--label-bound", "1"],
+        [
+            "--label-bound clips a numeric target",
+            "only to --model linear",
+            "fits a logistic model; inferred: the target has 2 distinct values",
+        ],
     ),
     "target epsilon without data norm": (
         "a,y\n1,0\n2,1\n3,1\n",
         ["--target", "y", "--target-epsilon", "1"],
         ["--target-epsilon", "--data-norm"],
     ),
-    "target epsilon with linear": (
+    "target epsilon with linear, no bounds": (
         "a,y\n1,3\n2,5\n3,1\n4,2\n",
         ["--target", "y", "--model", "linear", "--target-epsilon", "1"],
-        ["--target-epsilon", "--model logistic"],
+        [
+            "--target-epsilon calibrates the noise",
+            "a linear model has only with --data-norm and --label-bound",
+            "(missing: --data-norm and --label-bound)",
+        ],
+    ),
+    "target epsilon with linear, no label bound": (
+        "a,y\n1,3\n2,5\n3,1\n4,2\n",
+        ["--target", "y", "--data-norm", "2", "--target-epsilon", "1"],
+        ["--target-epsilon", "(missing: --label-bound)"],
+    ),
+    "target epsilon with linear, no data norm": (
+        "a,y\n1,3\n2,5\n3,1\n4,2\n",
+        ["--target", "y", "--label-bound", "2", "--target-epsilon", "1"],
+        ["--target-epsilon", "(missing: --data-norm)"],
+    ),
+    "delta with linear, no label bound": (
+        "a,y\n1,3\n2,5\n3,1\n4,2\n",
+        ["--target", "y", "--data-norm", "2", "--delta", "1e-6"],
+        ["--delta sets the delta", "(missing: --label-bound)"],
+    ),
+    "linear on the bundled data, target epsilon without label bound": (
+        "NOCSV",
+        ["--model", "linear", "--target-epsilon", "1"],
+        ["--target-epsilon", "(missing: --label-bound)"],  # its rows are bounded
     ),
     "target epsilon with sigma": (
         "a,y\n1,0\n2,1\n3,1\n",
@@ -937,6 +1188,8 @@ def test_input_errors(tmp_path, capsys, case):
         ["--delta", "1"],
         ["--top", "x"],
         ["--target-epsilon", "0"],
+        ["--label-bound", "0"],
+        ["--label-bound", "inf"],
     ],
 )
 def test_bad_option_values(capsys, options):
@@ -972,6 +1225,7 @@ def test_help_lists_every_option(capsys):
     assert "NOT private" in out
     assert "itself sensitive" in out
     assert out.count("sklearn-fil report") >= 3  # usage and two examples
+    assert "logistic only" not in out  # --data-norm and --target-epsilon: both models
 
 
 def test_help_states_the_default_delta(capsys):
@@ -1181,7 +1435,10 @@ def test_no_guarantee_reason_is_the_estimators(tmp_path, capsys):
     out = " ".join(capsys.readouterr().out.split())
     est = OutputPerturbedLinearRegression().fit(frame.drop(columns="y"), frame["y"])
     assert not est.guarantee_.holds
+    # with the options that would give one
+    fix = "pass --data-norm and --label-bound to clip the rows and labels and get one"
     assert (
-        "ε: not defined (no DP guarantee) " + " ".join(est.guarantee_.reason.split())
+        f"ε: not defined (no DP guarantee; {fix}) "
+        + " ".join(est.guarantee_.reason.split())
         in out
     )

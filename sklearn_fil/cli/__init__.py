@@ -1,5 +1,8 @@
 """The ``sklearn-fil`` command: privacy reports of output-perturbed models.
 
+A logistic model with ``--data-norm``, or a linear one with ``--data-norm``
+and ``--label-bound``, also gets its (epsilon, delta)-DP guarantee.
+
 Argument parsing and orchestration only: ``_inputs`` checks the input and
 reads a CSV file, which :mod:`sklearn_fil.tabular` prepares; the model is an
 sklearn-fil estimator; ``_outputs`` checks and writes the files and
@@ -24,7 +27,7 @@ from sklearn_fil.cli._inputs import (
     _InputError,
     _load_data,
     _prepare_table,
-    _resolve_data_norm,
+    _resolve_bounds,
 )
 from sklearn_fil.cli._outputs import _check_outputs, _plot_histogram, _sidecar, _write
 from sklearn_fil.cli._summary import _fit_quality, _summary, _symbols, _written_lines
@@ -62,7 +65,12 @@ others one-hot encoded, each categorical column one attribute of the report
 The preprocessing is fitted on every row, so it too depends on each example;
 the FIL and epsilon cover the model fitted to the preprocessed rows only. The
 summary gives the model's training accuracy (or R^2) beside the majority (or
-mean) baseline, and a JSON file beside the report records the settings."""
+mean) baseline, and a JSON file beside the report records the settings.
+
+An epsilon is reported where the release is (epsilon, delta)-DP: for a
+logistic model with --data-norm, for a linear model (a numeric target) with
+--data-norm and --label-bound, which clip the rows and the labels (the summary
+counts both); otherwise the summary names the options that would give one."""
 
 _EPILOG = """\
 examples:
@@ -76,6 +84,10 @@ examples:
       --target-epsilon 1
       noise calibrated to epsilon = 1, and lambda chosen from the public n, d,
       --data-norm and epsilon (shown in the summary)
+  sklearn-fil report sales.csv --target change --data-norm 4 --label-bound 2 \\
+      --target-epsilon 1
+      a numeric target (ridge regression): rows clipped to norm 4 and labels
+      to [-2, 2], so that epsilon = 1 holds (the summary counts what was clipped)
   sklearn-fil report compas.csv --target two_year_recid --drop is_recid
       drop a column the command would keep (here one recorded after the outcome)
   sklearn-fil report --dataset adult --plot adult_fil.png
@@ -152,19 +164,29 @@ _HELP = {
     "--lam": "L2 strength: the model minimises sum_i loss_i + (n L / 2) ||w||^2 "
     "(default: with --target-epsilon the value that minimises the excess-risk bound "
     "of the release, from n, d, --data-norm, epsilon and delta (public numbers; "
-    "sklearn_fil.accounting.output_perturbation_lam), shown in the summary; "
+    "sklearn_fil.accounting.output_perturbation_lam, for a linear model "
+    "output_perturbation_ridge_lam), shown in the summary; "
     f"otherwise {_DEFAULT_LAM})",
-    "--target-epsilon": "logistic with --data-norm: calibrate the noise so that the "
-    "release is (E, delta)-DP, instead of --sigma; --lam then defaults to the rule "
-    "above",
+    "--target-epsilon": "calibrate the noise so that the release is (E, delta)-DP, "
+    "instead of --sigma; needs --data-norm, and for a linear model --label-bound too; "
+    "--lam then defaults to the rule above",
     "--no-private-label": "treat the label as public: only the features are private "
     "and the report has no fil[<target>] column (default: the label is private)",
-    "--data-norm": "logistic only: clip every row to L2 norm NORM before fitting and "
-    "penalise the intercept; the release is then (epsilon, delta)-DP and epsilon is "
-    "reported (default: 1.0 for the bundled data; none for a CSV, so no epsilon)",
-    "--delta": "delta of the reported (epsilon, delta) guarantee; needs --data-norm "
-    "(default: sklearn_fil.accounting.default_delta(n) = min(1e-5, 1/(10 n)), n the "
-    "number of examples)",
+    "--data-norm": "clip every row to L2 norm NORM before fitting (one-hot inputs are "
+    "kept whole, the other inputs scaled) and penalise the intercept; the release "
+    "is then (epsilon, delta)-DP and epsilon is reported, for a linear model with "
+    "--label-bound too (default: 1.0 for the bundled data, for a linear model "
+    "with --label-bound; none for a CSV, so no epsilon)",
+    "--label-bound": "linear only: clip every label to [-B, B] before fitting (the "
+    "target as it is in the file, not standardised; B must be public, chosen "
+    "without looking at the labels, and the penalty pulls the intercept towards 0, "
+    "so a target centred on a public value fits best); with --data-norm the "
+    "release is then (epsilon, delta)-DP and epsilon is reported. The summary "
+    "counts the clipped labels (default: none, so no epsilon)",
+    "--delta": "delta of the reported (epsilon, delta) guarantee; needs --data-norm, "
+    "and for a linear model --label-bound too (default: "
+    "sklearn_fil.accounting.default_delta(n) = min(1e-5, 1/(10 n)), n the number "
+    "of examples)",
     "--random-state": "seed of the output noise (default: None, fresh OS entropy). A "
     "fixed seed makes the noise reproducible and therefore NOT private; the report "
     "itself does not depend on the noise",
@@ -225,6 +247,7 @@ def _build_parser():
             {"dest": "private_label", "action": "store_false"},
         ),
         (report, "--data-norm", {"type": _POSITIVE, "metavar": "NORM"}),
+        (report, "--label-bound", {"type": _POSITIVE, "metavar": "B"}),
         (report, "--delta", {"type": _PROBABILITY, "metavar": "D"}),
         (report, "--random-state", {"type": _SEED, "metavar": "SEED"}),
         (report, "--top", {"type": _COUNT, "default": 10, "metavar": "K"}),
@@ -236,47 +259,32 @@ def _build_parser():
     return parser
 
 
-def _check_target_epsilon(args, model, data_norm):
-    """Refuse ``--target-epsilon`` where no guarantee calibrates the noise."""
-    if args.target_epsilon is None:
-        return
-    if args.sigma is not None:
-        raise _InputError(
-            "give --sigma or --target-epsilon, not both: the target calibrates sigma"
-        )
-    if not model.family.is_classifier or data_norm is None:
-        raise _InputError(
-            "--target-epsilon calibrates the noise to the (epsilon, delta) "
-            "guarantee, which needs --model logistic with --data-norm"
-        )
+def _fit(args, model, bounds, onehot_groups, X, y):
+    """The output-perturbed estimator of ``model`` (a ``_Model``), fitted.
 
-
-def _fit(args, model, data_norm, onehot_groups, X, y):
-    """The output-perturbed estimator of ``model`` (a ``_Model``), fitted."""
-    _check_target_epsilon(args, model, data_norm)
-    classifier = model.family.is_classifier
+    ``bounds`` is ``(data_norm, label_bound)``, checked against the model.
+    """
+    data_norm, label_bound = bounds
     lam = args.lam
-    if lam is None:  # the logistic model's "auto": the rule with a target, else 0.01
-        lam = "auto" if classifier else _DEFAULT_LAM
-    common = {
+    if lam is None:  # "auto": the rule with a target, else 0.01 (not least squares)
+        auto = model.family.is_classifier or args.target_epsilon is not None
+        lam = "auto" if auto else _DEFAULT_LAM
+    params = {
         "sigma": _DEFAULT_SIGMA if args.sigma is None else args.sigma,
         "lam": lam,
         "fit_intercept": True,
         "private_label": args.private_label,
+        # penalize_intercept="auto": penalised with data_norm, which the
+        # guarantee needs (a strongly convex objective)
+        "data_norm": data_norm,
+        "delta": args.delta,
+        "target_epsilon": args.target_epsilon,
         "onehot_groups": onehot_groups,
         "random_state": args.random_state,
     }
-    if classifier:
-        # penalize_intercept="auto": penalised with data_norm, which the
-        # guarantee needs (a strongly convex objective)
-        estimator = model.estimator(
-            data_norm=data_norm,
-            delta=args.delta,
-            target_epsilon=args.target_epsilon,
-            **common,
-        )
-    else:
-        estimator = model.estimator(**common)
+    if not model.family.is_classifier:
+        params["label_bound"] = label_bound
+    estimator = model.estimator(**params)
     try:
         with utility_warnings_ignored():  # the summary's verdict says it
             return estimator.fit(X, y)
@@ -295,12 +303,14 @@ def _report(args, model, stdout):
     model, data["model_note"] = _choose_model(
         model or data.get("model"), y, args.csv is not None
     )
-    data_norm = _resolve_data_norm(args, model, data)
+    data_norm, label_bound, data["missing_for_guarantee"] = _resolve_bounds(
+        args, model, data
+    )
     if args.csv is None:
         data["table"] = _dataset_table(X, onehot_groups)
     else:
         X, onehot_groups, data["table"] = _prepare_table(X, y, args, data["notes"])
-    estimator = _fit(args, model, data_norm, onehot_groups, X, y)
+    estimator = _fit(args, model, (data_norm, label_bound), onehot_groups, X, y)
     data["fit"] = _fit_quality(estimator, X, y, model)
     _write(write_csv, estimator.privacy_report_, out)
     _write(write_json, _sidecar(estimator, data, model, args), sidecar_path(out))

@@ -320,19 +320,67 @@ def _target_text(y, limit=8):
     return f"the target {y.name!r} has {len(counts)} {kind}: {_joined(shown, limit)}"
 
 
-def _resolve_data_norm(args, model, data):
-    """The row-norm bound to clip to (None for none), checked against the model."""
-    data_norm, classifier = args.data_norm, model.family.is_classifier
-    if not classifier and data_norm is not None:
+def _missing_for_guarantee(model, data_norm, label_bound):
+    """The options an (epsilon, delta) guarantee of ``model`` still lacks.
+
+    A logistic model needs ``--data-norm``; a linear one ``--data-norm`` and
+    ``--label-bound`` (its squared loss has a bounded gradient only on bounded
+    rows and labels).
+    """
+    missing = ["--data-norm"] * (data_norm is None)
+    if not model.family.is_classifier and label_bound is None:
+        missing.append("--label-bound")
+    return missing
+
+
+def _guarantee_needs(model, missing):
+    """``which a linear model has only with --data-norm and ... (missing: ...)``."""
+    needs = "--data-norm"
+    if not model.family.is_classifier:
+        needs += " and --label-bound"
+    return (
+        f"which a {model.name} model has only with {needs} (missing: "
+        f"{' and '.join(missing)})"
+    )
+
+
+def _resolve_bounds(args, model, data):
+    """``(data_norm, label_bound, missing)``: the bounds to clip to, checked.
+
+    None for a bound not applied; ``missing`` lists the options that a
+    guarantee still lacks, for the summary to name.
+
+    Fails before any work on an option the model cannot use: ``--label-bound``
+    with a logistic model, and ``--target-epsilon`` or ``--delta`` without the
+    options of a guarantee (:func:`_missing_for_guarantee`). A ready-made data
+    set's own row bound (its rows already lie within it) is the default
+    ``--data-norm`` of a logistic model, and of a linear one given
+    ``--label-bound``.
+    """
+    label_bound, classifier = args.label_bound, model.family.is_classifier
+    if classifier and label_bound is not None:
+        why = f"; {data['model_note']}" if data.get("model_note") else ""
         raise _InputError(
-            "--data-norm applies only to --model logistic: output perturbation of "
-            "linear regression has no DP guarantee"
+            "--label-bound clips a numeric target: it applies only to --model "
+            f"linear, and this run fits a logistic model{why}"
         )
-    if classifier and data_norm is None and args.csv is None:
-        data_norm = data.get("data_norm")
-    if args.delta is not None and data_norm is None:
+    if args.target_epsilon is not None and args.sigma is not None:
         raise _InputError(
-            "--delta sets the delta of the epsilon guarantee, which needs "
-            "--model logistic with --data-norm"
+            "give --sigma or --target-epsilon, not both: the target calibrates sigma"
         )
-    return data_norm
+    own = data.get("data_norm") if args.csv is None else None
+    data_norm = own if args.data_norm is None else args.data_norm
+    missing = _missing_for_guarantee(model, data_norm, label_bound)
+    if args.data_norm is None and not classifier and label_bound is None:
+        data_norm = None  # no guarantee asked: the rows are not clipped
+    if missing and args.target_epsilon is not None:
+        raise _InputError(
+            "--target-epsilon calibrates the noise to the (epsilon, delta) "
+            f"guarantee, {_guarantee_needs(model, missing)}"
+        )
+    if missing and args.delta is not None:
+        raise _InputError(
+            "--delta sets the delta of the epsilon guarantee, "
+            f"{_guarantee_needs(model, missing)}"
+        )
+    return data_norm, label_bound, missing

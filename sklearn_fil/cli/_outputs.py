@@ -98,6 +98,9 @@ def _sidecar(estimator, data, model, args):
         for name, row in table["features"].iterrows()
     ]
     guarantee = ("sigma", "epsilon", "delta", "neighboring_relation", "public")
+    labels_clipped = {}  # a linear model's labels clipped to --label-bound
+    if not model.family.is_classifier:
+        labels_clipped["n_labels_clipped"] = estimator.n_labels_clipped_
     sidecar = {
         "sklearn_fil_version": meta["sklearn_fil_version"],
         "command": f"{PROG} {args.command}",
@@ -110,6 +113,7 @@ def _sidecar(estimator, data, model, args):
         **{key: meta[key] for key in guarantee},
         "dp_scope": data["dp_scope"] if meta["epsilon"] is not None else None,
         **{key: meta[key] for key in ("no_guarantee_reason", "n_clipped")},
+        **labels_clipped,
         "dataset_fil": meta["dataset_fil"],
         "fit": data["fit"],
         "features": features,

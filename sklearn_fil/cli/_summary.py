@@ -28,6 +28,7 @@ _QUANTILES = {
     "95%": 0.95,
     "max": 1.0,
 }
+_CLIPPED = {"--data-norm": "rows", "--label-bound": "labels"}
 _RELATIONS = {
     "replace_one": "replace-one neighbours (data sets of the same, public size "
     "that differ in one example)",
@@ -87,14 +88,15 @@ def _summary(estimator, data, model, args, data_norm, sym):
     lines = [f"{PROG} report: Fisher information loss (FIL) of a released model", ""]
     lines += _data_lines(estimator, data, args, sym)
     lines += _model_lines(estimator, data, model, args, data_norm, sym)
-    lines += _quality_lines(data["fit"], data, data_norm, sym, args.target_epsilon)
+    bounds = (data_norm, _label_bound(estimator))
+    lines += _quality_lines(data["fit"], data, bounds, sym, args.target_epsilon)
     lines += _report_lines(report, min(args.top, report.shape[0]), sym)
     lines += _attribute_lines(estimator)
     lines += [
         "",
         f"Dataset FIL (all examples together): {_num(estimator.dataset_fil_)}",
     ]
-    lines += _guarantee_lines(estimator.guarantee_, data, model, args, data_norm, sym)
+    lines += _guarantee_lines(estimator.guarantee_, data, args, data_norm, sym)
     return lines
 
 
@@ -166,11 +168,19 @@ def _model_lines(estimator, data, model, args, data_norm, sym):
     text = f"Model:  {model.title}, {sym['lam']} = {lam:.4g}, Gaussian output noise "
     text += f"{sym['sigma']} = {sigma:.4g}"
     lines = ["", text]
+    n, label_bound = estimator.privacy_report_.shape[0], _label_bound(estimator)
     if data_norm is not None:
-        n, n_clipped = estimator.privacy_report_.shape[0], estimator.n_clipped_
+        n_clipped = estimator.n_clipped_
         lines[-1] += f", rows clipped to norm {sym['le']} {data_norm:g}"
-        most = " (most of them: see the warning above)" if 2 * n_clipped > n else ""
-        lines.append(f"        clipping rescaled {n_clipped} of {n} rows{most}")
+        lines.append(
+            f"        clipping rescaled {n_clipped} of {n} rows{_most(n_clipped, n)}"
+        )
+    if label_bound is not None:
+        n_clipped = estimator.n_labels_clipped_
+        lines.append(
+            f"        labels clipped to [-{label_bound:g}, {label_bound:g}]: "
+            f"clipping changed {n_clipped} of {n} labels{_most(n_clipped, n)}"
+        )
     if args.target_epsilon is not None:
         how = f"{sym['sigma']} calibrated to {sym['eps']} = {args.target_epsilon:g}"
         if args.lam is None:
@@ -182,6 +192,16 @@ def _model_lines(estimator, data, model, args, data_norm, sym):
     if data.get("model_note"):
         lines.append(f"        ({data['model_note']})")
     return lines
+
+
+def _label_bound(estimator):
+    """The bound the labels were clipped to, None for none (or a classifier)."""
+    return getattr(estimator, "label_bound", None)
+
+
+def _most(n_clipped, n):
+    """A pointer to the estimator's warning when clipping changed most of ``n``."""
+    return " (most of them: see the warning above)" if 2 * n_clipped > n else ""
 
 
 def _fit_quality(estimator, X, y, model):
@@ -196,8 +216,11 @@ def _fit_quality(estimator, X, y, model):
     return {**quality._asdict(), "majority_class": _plain(quality.majority_class)}
 
 
-def _quality_lines(fit, data, data_norm, sym, target_epsilon=None):
-    """Lines of the training score, the baseline, the verdict and any leak."""
+def _quality_lines(fit, data, bounds, sym, target_epsilon=None):
+    """Lines of the training score, the baseline, the verdict and any leak.
+
+    ``bounds`` is ``(data_norm, label_bound)``, None where not clipped.
+    """
     if fit["metric"] == "accuracy":
         metric = "accuracy"
         baseline = f"majority baseline (always {fit['majority_class']!r})"
@@ -207,9 +230,7 @@ def _quality_lines(fit, data, data_norm, sym, target_epsilon=None):
         "",
         f"Fit:    training {metric} of the released model {fit['score']:.3f}; "
         f"{baseline} {fit['baseline']:.3f}",
-        *_wrapped(
-            "Verdict: " + _verdict(fit, data_norm, sym, target_epsilon), first=""
-        ),
+        *_wrapped("Verdict: " + _verdict(fit, bounds, sym, target_epsilon), first=""),
     ]
     leaks = data["table"]["leaks"]
     if leaks:
@@ -224,7 +245,7 @@ def _quality_lines(fit, data, data_norm, sym, target_epsilon=None):
     return lines
 
 
-def _verdict(fit, data_norm, sym, target_epsilon=None):
+def _verdict(fit, bounds, sym, target_epsilon=None):
     """One sentence judging the released model against its baseline."""
     accuracy = fit["metric"] == "accuracy"
     if fit["useful"] and accuracy:
@@ -245,7 +266,12 @@ def _verdict(fit, data_norm, sym, target_epsilon=None):
         fixes = f"lower {sym['sigma']} or {sym['lam']}"
     else:
         fixes = "raise --target-epsilon, use more data or set --lam"
-    fixes += ", or raise --data-norm" if data_norm is not None else ""
+    raised = [
+        option
+        for option, bound in zip(("--data-norm", "--label-bound"), bounds, strict=True)
+        if bound is not None
+    ]
+    fixes += f", or raise {' or '.join(raised)}" if raised else ""
     return (
         f"the released model is {useless} ({within}): its FIL and {sym['eps']} "
         f"describe a model that learned nothing useful; {fixes} before relying on "
@@ -304,18 +330,27 @@ def _attribute_lines(estimator):
     return ["", *_wrapped(text, indent="  ", first=""), *_text_table(shown)]
 
 
-def _guarantee_lines(guarantee, data, model, args, data_norm, sym):
+def _guarantee_lines(guarantee, data, args, data_norm, sym):
     """Lines stating the (epsilon, delta) guarantee, or why there is none.
 
     Read from the typed fields of the estimator's
     :class:`~sklearn_fil.accounting.Guarantee`.
     """
     if not guarantee.holds:
-        fix = ""
-        if model.family.is_classifier and data_norm is None:
-            fix = "; pass --data-norm to clip the rows and get one"
+        missing, fix = data.get("missing_for_guarantee"), ""
+        if missing:
+            what = " and ".join(_CLIPPED[option] for option in missing)
+            if data_norm is None and "--data-norm" not in missing:
+                # a data set's own row bound, applied once a guarantee is asked
+                what += (
+                    f", and the rows to the data's norm bound {data['data_norm']:g},"
+                )
+            fix = f"; pass {' and '.join(missing)} to clip the {what} and get one"
         first = f"{sym['eps']}: not defined (no DP guarantee{fix})"
-        return [first, *_wrapped(guarantee.reason, indent="  ")]
+        return [
+            *_wrapped(first, indent="    ", first=""),
+            *_wrapped(guarantee.reason, indent="  "),
+        ]
     default = " (the default, below 1/n)" if args.delta is None else ""
     relation = _RELATIONS.get(
         guarantee.neighboring_relation, guarantee.neighboring_relation
