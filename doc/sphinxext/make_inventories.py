@@ -158,6 +158,7 @@ INVENTORIES = {
                 "modules/generated/",
                 [
                     "sklearn.compose.ColumnTransformer",
+                    "sklearn.compose.TransformedTargetRegressor",
                     "sklearn.decomposition.PCA",
                     "sklearn.exceptions.ConvergenceWarning",
                     "sklearn.frozen.FrozenEstimator",

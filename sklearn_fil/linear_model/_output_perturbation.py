@@ -430,9 +430,13 @@ class OutputPerturbedLinearRegression(SquaredLossMixin, _OutputPerturbed):
         Clip every label to ``[-label_bound, label_bound]`` before fitting
         (the report concerns the clipped labels); with ``data_norm``,
         enables the DP guarantee. A public number, chosen without looking at
-        the labels; centre them on a public value first (the penalty pulls
-        the intercept to 0). Clipping more than half of the labels warns
-        with :class:`~sklearn_fil.exceptions.ClippingWarning`.
+        the labels. The penalty pulls the intercept to 0, so centre labels
+        known to lie in ``[low, high]`` on ``c = (low + high) / 2`` first
+        and set ``label_bound = (high - low) / 2``: e.g.
+        :class:`~sklearn.compose.TransformedTargetRegressor` with ``func=lambda
+        y: y - c`` and ``inverse_func=lambda y: y + c``. Clipping more than
+        half of the labels warns with
+        :class:`~sklearn_fil.exceptions.ClippingWarning`.
 {_GuaranteeDoc.delta}
 {_GuaranteeDoc.target_epsilon}
 {_GuaranteeDoc.public_sample_weight}

@@ -269,3 +269,21 @@ def test_attack_recipe_clips_labels(data):
 def test_label_bound_is_validated(data, bad):
     with pytest.raises(ValueError, match="label_bound"):
         _model(label_bound=bad).fit(*data)
+
+
+def test_public_centre_through_transformed_target_regressor(data):
+    """Labels in [low, high] centred on a public c: the documented recipe."""
+    from sklearn.compose import TransformedTargetRegressor
+
+    X, y = data
+    low, high = 10.0, 14.0
+    shifted = 12.0 + y  # labels of a task around 12
+    model = TransformedTargetRegressor(
+        _model(label_bound=(high - low) / 2, random_state=0),
+        func=lambda t: t - 12.0,
+        inverse_func=lambda t: t + 12.0,
+        check_inverse=False,
+    ).fit(X, shifted)
+    direct = _model(label_bound=(high - low) / 2, random_state=0).fit(X, y)
+    assert model.regressor_.epsilon_ == direct.epsilon_
+    np.testing.assert_allclose(model.predict(X), direct.predict(X) + 12.0, rtol=1e-12)
