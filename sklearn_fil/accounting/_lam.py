@@ -125,6 +125,10 @@ def output_perturbation_lam(
     lam : float
         The minimiser of ``g``.
 
+    See Also
+    --------
+    output_perturbation_ridge_lam : The rule for ridge regression.
+
     References
     ----------
     Chaudhuri, Monteleoni & Sarwate (2011), *Differentially private

@@ -112,7 +112,10 @@ def test_release_without_guarantee_is_refused(data):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", PrivacyLeakWarning)
         no_dp = _glm(data, data_norm=None)
-        linear = OutputPerturbedLinearRegression(lam=0.1).fit(data[0], data[1] * 1.0)
+        # without label_bound
+        linear = OutputPerturbedLinearRegression(lam=0.1, data_norm=1.0).fit(
+            data[0], data[1] * 1.0
+        )
     for model in (no_dp, linear):
         with pytest.raises(BudgetExceededError, match="no differential-privacy"):
             budget.spend(model)
@@ -185,6 +188,24 @@ def test_gaussian_releases_compose_exactly(data):
     expected = hand.get_epsilon_for_delta(DELTA)
     assert budget.spent <= expected
     assert budget.spent == pytest.approx(expected, rel=1e-3)
+
+
+def test_linear_and_logistic_releases_compose_exactly(data):
+    """A classifier and a regressor on the same rows: one Gaussian ledger."""
+    X, y = data
+    models = [
+        _glm(data, sigma=0.5),
+        OutputPerturbedLinearRegression(
+            sigma=0.5, lam=0.5, data_norm=1.0, label_bound=1.0, delta=DELTA
+        ).fit(X, y - 0.5),
+    ]
+    budget = PrivacyBudget(epsilon=100.0, delta=DELTA)
+    for model in models:
+        budget.spend(model)
+    mu = math.sqrt(
+        sum((m.guarantee_.sensitivity / m.guarantee_.noise_std) ** 2 for m in models)
+    )
+    assert balle_wang_delta(budget.spent, mu) == pytest.approx(DELTA, rel=1e-6)
 
 
 def test_mixed_composition_matches_hand_built_pld(data):
