@@ -118,6 +118,19 @@ def _flipped_label(estimator, x_row, label):
     return others[int(np.argmin(proba[keep]))]
 
 
+def _canary_labels(estimator, row, params, label):
+    """``(label, other, opposite)``: the canary's label in the first and the
+    second data set, and whether its free features are negated in the second.
+    """
+    if is_classifier(estimator):
+        label = np.asarray(estimator.predict(row))[0]
+        return label, _flipped_label(estimator, row, label), False
+    bound = params.get("label_bound")
+    if bound is None:  # one label: opposite features
+        return label, label, True
+    return float(bound), -float(bound), False  # the same features
+
+
 def canary_neighbours(estimator, X, y):
     """Two neighbouring data sets, built from X and y with a worst-case canary.
 
@@ -131,10 +144,18 @@ def canary_neighbours(estimator, X, y):
 
     * ``"replace_one"``: row 0 of ``X`` replaced by the canary in both. A
       classifier's canary has its predicted label in the first and the least
-      probable other label in the second; otherwise the features are ``R u``
-      in the first and ``-R u`` in the second.
+      probable other label in the second. A regressor with a
+      ``label_bound`` ``B`` has the labels ``B`` in the first and ``-B`` in
+      the second, the same features, ``u`` signed to point away from the
+      mean row: ridge minimisers then differ by ``2 B (A + x x^T)^{-1} x``
+      whatever the other labels (``A`` the other rows' Gram matrix plus the
+      penalty, ``x`` the canary's row with its intercept column, which lies
+      least along the others' rows when ``u`` points away from their mean).
+      Any other estimator keeps row 0's label, with the features ``R u`` in
+      the first and ``-R u`` in the second.
     * ``"add_remove"``: ``X`` itself, and ``X`` with the canary appended,
-      labelled against the estimator's prediction.
+      labelled as in the second data set above (a classifier's: against its
+      prediction).
 
     Parameters
     ----------
@@ -174,6 +195,17 @@ def canary_neighbours(estimator, X, y):
     (1.0, True)
     >>> bool((X0[1:] == X[1:]).all() and (X1 == X0).all())
     True
+
+    Ridge regression with bounded labels: the same row, the labels at the
+    bounds.
+
+    >>> from sklearn_fil import OutputPerturbedLinearRegression
+    >>> reg = OutputPerturbedLinearRegression(
+    ...     sigma=0.1, lam=1.0, data_norm=1.0, label_bound=2.0, delta=0.01,
+    ...     random_state=0).fit(X, X[:, 0])
+    >>> X0, y0, X1, y1 = canary_neighbours(reg, X, X[:, 0])
+    >>> float(y0[0]), float(y1[0]), bool((X1 == X0).all())
+    (2.0, -2.0, True)
     """
     if isinstance(estimator, Pipeline):
         raise TypeError(
@@ -198,6 +230,11 @@ def canary_neighbours(estimator, X, y):
     exempt = sorted({j for cols in groups.values() for j in cols})
     free = np.setdiff1d(np.arange(X_arr.shape[1]), exempt)
     u = _least_varied_direction(X_arr[:, free])
+    bounded = not is_classifier(estimator) and params.get("label_bound") is not None
+    if bounded:
+        y_arr = y_arr.astype(np.float64)  # labels at +-label_bound
+        if u @ X_arr[:, free].mean(axis=0) > 0:
+            u = -u  # away from the mean row
     radius = _canary_norm(params, X_arr[:, free])
     canary = X_arr[0].copy()
     canary[free] = radius * u
@@ -206,16 +243,13 @@ def canary_neighbours(estimator, X, y):
         return A if columns is None else pd.DataFrame(A, columns=columns)
 
     row = frame(canary[None, :])
-    label = other = y_arr[0]
-    if is_classifier(estimator):
-        label = np.asarray(estimator.predict(row))[0]
-        other = _flipped_label(estimator, row, label)
+    label, other, opposite = _canary_labels(estimator, row, params, y_arr[0])
     if guarantee.neighboring_relation == "add_remove":
         X1 = np.vstack([X_arr, canary])
         return frame(X_arr), y_arr, frame(X1), np.append(y_arr, other)
     X_arr[0] = canary
     X1 = X_arr.copy()
-    if not is_classifier(estimator):  # one label: opposite features
+    if opposite:
         X1[0, free] = -canary[free]
     y0, y1 = y_arr.copy(), y_arr.copy()
     y0[0], y1[0] = label, other
