@@ -293,13 +293,14 @@ def fit_glm(
 ):
     """Minimise ``sum_i omega_i l(w^T x~_i, y_i) + (n lam / 2) ||w||^2``.
 
-    Exact for the squared loss; damped Newton for the logistic loss, from
-    ``w0``. Once the Newton step is below ``tol * (1 + ||w||)`` it is taken in
-    full and the iteration stops: quadratic convergence leaves an error of
-    order ``tol^2``. With ``gtol`` it stops only where, in addition, the
-    gradient norm is at most ``gtol`` (a certificate: with strong convexity
-    ``mu``, the returned weights are within ``gtol / mu`` of the exact
-    minimiser, whatever ``tol``).
+    Exact for the squared loss (with ``gtol``, refined until certified, see
+    below); damped Newton for the logistic loss, from ``w0``. Once the Newton
+    step is below ``tol * (1 + ||w||)`` it is taken in full and the iteration
+    stops: quadratic convergence leaves an error of order ``tol^2``. With
+    ``gtol`` it stops only where, in addition, the gradient norm is at most
+    ``gtol`` (a certificate: with strong convexity ``mu``, the returned
+    weights are within ``gtol / mu`` of the exact minimiser, whatever
+    ``tol``).
 
     Each full Hessian is a pass over the rows as costly as a Gram, so the
     logistic fit saves them twice over, without changing where it stops:
@@ -335,8 +336,8 @@ def fit_glm(
     w : ndarray of shape (p,)
         The minimiser, intercept last.
     n_iter : int
-        Iterations on the full data, Newton or chord (1 for the exact
-        squared-loss solve).
+        Iterations on the full data, Newton or chord (for the squared loss,
+        the solves: 1, more where ``gtol`` asked for refinement).
     loss_hessian : ndarray of shape (p, p) or None
         Only with ``return_loss_hessian``: ``X~^T diag(omega l'') X~`` at
         ``w``, without the penalty, when the fit computed it there: for the

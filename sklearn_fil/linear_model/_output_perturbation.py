@@ -285,10 +285,9 @@ class _OutputPerturbed(BaseReleasedGLM):
         """``(lam_, penalize_intercept_)``: the ``"auto"`` values resolved.
 
         ``penalize_intercept="auto"`` penalises the intercept exactly when
-        ``data_norm`` is set (the guarantee needs it). ``lam="auto"`` is
-        :func:`~sklearn_fil.accounting.output_perturbation_lam` of public
-        numbers with ``target_epsilon`` and ``data_norm``, else
-        ``AUTO_LAM_WITHOUT_TARGET``.
+        ``data_norm`` is set (the guarantee needs it). ``lam="auto"`` is the
+        loss's rule of public numbers (``_lam_rule``) with ``target_epsilon``
+        and ``data_norm``, else ``_lam_without_target()``.
         """
         penalize = self.penalize_intercept
         if isinstance(penalize, str):  # "auto"
