@@ -162,6 +162,7 @@ INVENTORIES = {
                     "sklearn.decomposition.PCA",
                     "sklearn.exceptions.ConvergenceWarning",
                     "sklearn.frozen.FrozenEstimator",
+                    "sklearn.linear_model.Ridge",
                     "sklearn.linear_model.SGDClassifier",
                     "sklearn.metrics.RocCurveDisplay",
                     "sklearn.model_selection.GridSearchCV",
