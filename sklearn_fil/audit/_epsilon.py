@@ -28,7 +28,7 @@ from sklearn_fil.audit._pipeline import (
 )
 from sklearn_fil.utils._baseline import utility_warnings_ignored
 from sklearn_fil.utils._clipping import row_norms
-from sklearn_fil.utils._fitted import fit_or_clear
+from sklearn_fil.utils._fitted import fit_or_clear, unread_report_params
 from sklearn_fil.utils._onehot import onehot_columns
 from sklearn_fil.utils._release import fitted_params
 from sklearn_fil.utils._sklearn_compat import Interval, _fit_context
@@ -594,6 +594,8 @@ n_features), default=None
             _check_final,
             "the audit draws the randomness of every release through it",
         )
+        # only the releases' weights are read: skip the report's extra columns
+        estimator = clone(estimator).set_params(**unread_report_params(estimator))
         name = type(estimator).__name__
         # a Pipeline: the final step is audited on rows through the frozen prefix
         X, X_neighbour = through_prefix(prefix, X), through_prefix(prefix, X_neighbour)

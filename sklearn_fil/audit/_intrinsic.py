@@ -41,7 +41,7 @@ from sklearn_fil.audit._pipeline import (
 from sklearn_fil.audit._sensitivity import sgd_sensitivity_bound
 from sklearn_fil.exceptions import CalibrationRangeWarning
 from sklearn_fil.utils._baseline import utility_warnings_ignored
-from sklearn_fil.utils._fitted import fit_or_clear
+from sklearn_fil.utils._fitted import fit_or_clear, unread_report_params
 from sklearn_fil.utils._per_example_loss import loss_kind, per_example_loss
 from sklearn_fil.utils._sklearn_compat import Interval, _fit_context
 from sklearn_fil.utils._weights import flatten_weights
@@ -432,6 +432,8 @@ default=None
             _check_final,
             "the audit varies the seed of SGD through it",
         )
+        # only the models' weights and losses are read: skip the report's extras
+        estimator = clone(estimator).set_params(**unread_report_params(estimator))
         if prefix is None:
             X, y = validate_data(self, X, y, dtype=np.float64, y_numeric=False)
         else:

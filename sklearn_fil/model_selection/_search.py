@@ -30,7 +30,7 @@ from sklearn_fil.model_selection._stopping import (
     search_event,
 )
 from sklearn_fil.utils._baseline import utility_warnings_ignored
-from sklearn_fil.utils._fitted import fit_or_clear
+from sklearn_fil.utils._fitted import fit_or_clear, unread_report_params
 from sklearn_fil.utils._guarantee import GuaranteeMixin
 from sklearn_fil.utils._sklearn_compat import Interval, StrOptions, _fit_context
 
@@ -39,8 +39,6 @@ from sklearn_fil.utils._sklearn_compat import Interval, StrOptions, _fit_context
 SPLIT_SEED = 0
 # Parameters of the private step that the search sets on every candidate.
 _SET_BY_SEARCH = ("target_epsilon", "delta")
-# Report columns nobody reads in a candidate: skipped (the refit keeps them).
-_UNREAD = {"per_instance_accounting": False, "fil_accounting": False}
 MECHANISM = "private selection by random stopping (Papernot and Steinke 2022)"
 
 
@@ -460,8 +458,8 @@ class PrivateSearchCV(GuaranteeMixin, MetaEstimatorMixin, BaseEstimator):
             )
         fixed = {prefix + "target_epsilon": candidate_epsilon(noise[0], delta)}
         fixed[prefix + "delta"] = delta
-        own = private_step(self.estimator)[0].get_params(deep=False)
-        unread = {prefix + p: v for p, v in _UNREAD.items() if p in own}
+        # report columns nobody reads in a candidate: skipped (the refit keeps them)
+        unread = unread_report_params(private_step(self.estimator)[0], prefix)
         refit_epsilon = candidate_epsilon(noise[2], delta) if self.refit else None
         parts = (_rows(X, train), y[train], _rows(X, val), y[val])
         runs, best = self._repetitions(rng, k, {**unread, **fixed}, parts, noise)
