@@ -164,16 +164,19 @@ def test_bad_budgets(kwargs):
 # composition against hand-built dp-accounting computations
 
 
+def _mu(models):
+    """Gaussian mechanisms compose as one: mu = distance / noise adds in squares."""
+    return math.sqrt(
+        sum((m.guarantee_.sensitivity / m.guarantee_.noise_std) ** 2 for m in models)
+    )
+
+
 def test_gaussian_releases_compose_exactly(data):
     models = [_glm(data, sigma=s, lam=lam) for s, lam in [(0.5, 0.1), (2.0, 0.03)]]
     budget = PrivacyBudget(epsilon=100.0, delta=DELTA)
     for model in models:
         budget.spend(model)
-    # Gaussian mechanisms: their mu = distance / noise add in squares
-    mu = math.sqrt(
-        sum((m.guarantee_.sensitivity / m.guarantee_.noise_std) ** 2 for m in models)
-    )
-    assert balle_wang_delta(budget.spent, mu) == pytest.approx(DELTA, rel=1e-6)
+    assert balle_wang_delta(budget.spent, _mu(models)) == pytest.approx(DELTA, rel=1e-6)
     # dp-accounting's PLD of the two mechanisms, built by hand: the same,
     # approached from above
     hand = pld.from_gaussian_mechanism(
@@ -202,10 +205,7 @@ def test_linear_and_logistic_releases_compose_exactly(data):
     budget = PrivacyBudget(epsilon=100.0, delta=DELTA)
     for model in models:
         budget.spend(model)
-    mu = math.sqrt(
-        sum((m.guarantee_.sensitivity / m.guarantee_.noise_std) ** 2 for m in models)
-    )
-    assert balle_wang_delta(budget.spent, mu) == pytest.approx(DELTA, rel=1e-6)
+    assert balle_wang_delta(budget.spent, _mu(models)) == pytest.approx(DELTA, rel=1e-6)
 
 
 def test_mixed_composition_matches_hand_built_pld(data):
