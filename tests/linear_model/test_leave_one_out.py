@@ -2,10 +2,8 @@
 # SPDX-License-Identifier: BSD-3-Clause
 """Per-example leave-one-out sensitivity and epsilon, against brute-force refits.
 
-The reference refits every leave-one-out problem from scratch with its own
-Newton solver whose gradient is summed in extended precision (numpy
-``longdouble``), so the difference of two minimisers keeps its relative
-accuracy even where it is small; it shares no code with
+The reference refits every leave-one-out problem from scratch with the
+extended-precision Newton solver of ``_longdouble``, which shares no code with
 ``sklearn_fil._leave_one_out``. ``D_-i`` removes example ``i``'s loss term and
 keeps the penalty at ``(sum(omega) lam) / 2``.
 """
@@ -27,41 +25,9 @@ from sklearn_fil._glm import GLMProblem
 from sklearn_fil._leave_one_out import _Problem, leave_one_out
 from sklearn_fil.accounting import default_delta, gaussian_epsilon
 from sklearn_fil.utils._clipping import clip_rows
+from tests.linear_model._longdouble import penalty, refit
 
-LD = np.longdouble
 COLUMNS = ["loo_sensitivity", "epsilon", "epsilon_replace_one"]
-
-
-def refit(X, y, omega, loss, reg, fit_intercept):
-    """The minimiser of ``sum omega l + 1/2 sum reg w^2``, gradient in longdouble."""
-    n = X.shape[0]
-    Xt = np.hstack([X, np.ones((n, 1))]) if fit_intercept else X
-    XL, yL, oL, rL = (a.astype(LD) for a in (Xt, y, omega, reg))
-    w = np.zeros(Xt.shape[1], dtype=LD)
-    polish = 3  # Newton steps after the float64 tolerance: to longdouble rounding
-    for _ in range(200):
-        m = XL @ w
-        if loss == "squared":
-            r, c = m - yL, np.ones(n)
-        else:
-            s = 1 / (1 + np.exp(-m))
-            r, c = s - yL, (s * (1 - s)).astype(float)
-        g = XL.T @ (oL * r) + rL * w
-        H = Xt.T @ ((omega * c)[:, None] * Xt) + np.diag(reg)
-        step = np.linalg.solve(H, g.astype(float)).astype(LD)
-        w -= step
-        if np.abs(step).max() <= 1e-14 * (1 + np.abs(w).max()):
-            polish -= 1
-            if not polish:
-                return w
-    raise AssertionError("the reference Newton did not converge")
-
-
-def penalty(p, omega, lam, fit_intercept, penalize_intercept):
-    reg = np.full(p, omega.sum() * lam)
-    if fit_intercept and not penalize_intercept:
-        reg[-1] = 0.0
-    return reg
 
 
 def brute_force(X, y, omega, loss, lam, fit_intercept, penalize_intercept):

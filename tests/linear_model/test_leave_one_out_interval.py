@@ -2,9 +2,8 @@
 # SPDX-License-Identifier: BSD-3-Clause
 """Certified intervals of the logistic ``Delta_i``, against extended-precision refits.
 
-The reference minimisers come from a Newton solver written here, whose
-gradient is summed in ``np.longdouble`` (the Hessian solve in float64 only
-steers it), so a leave-one-out displacement keeps its relative accuracy;
+The reference minimisers come from the extended-precision Newton solver of
+``_longdouble``, so a leave-one-out displacement keeps its relative accuracy;
 ``D_-i`` removes example ``i``'s loss term and keeps the penalty at
 ``sum(omega) lam / 2``. It shares no code with ``sklearn_fil``.
 """
@@ -25,43 +24,21 @@ from sklearn_fil._glm import fit_glm
 from sklearn_fil._leave_one_out import leave_one_out, leave_one_out_interval
 from sklearn_fil.accounting import gaussian_epsilon
 from sklearn_fil.linear_model import _output_perturbation
+from tests.linear_model._longdouble import LD, penalty, refit
 
-LD = np.longdouble
 CERTIFIED_FRACTION = 1e-6  # the fits' documented certification
-
-
-def reference_minimiser(Xt, y, omega, reg, w0):
-    """``argmin sum omega l(x~^T w, y) + sum reg w^2 / 2``, gradient in longdouble."""
-    XL, yL, oL, rL = (a.astype(LD) for a in (Xt, y, omega, reg))
-    w = np.asarray(w0, dtype=LD).copy()
-    polish = 3  # steps after the float64 tolerance: to longdouble rounding
-    for _ in range(100):
-        s = 1 / (1 + np.exp(-(XL @ w)))
-        g = XL.T @ (oL * (s - yL)) + rL * w
-        c = (s * (1 - s)).astype(float)
-        H = Xt.T @ ((omega * c)[:, None] * Xt) + np.diag(reg)
-        step = np.linalg.solve(H, g.astype(float)).astype(LD)
-        w -= step
-        if np.abs(step).max() <= 1e-14 * (1 + np.abs(w).max()):
-            polish -= 1
-            if not polish:
-                return w
-    raise AssertionError("the reference Newton did not converge")
 
 
 def reference_shifts(X, y, omega, lam, fit_intercept, penalize_intercept, rows):
     """``(w*, {i: w_-i})`` in longdouble for the sampled ``rows``."""
-    n = X.shape[0]
-    Xt = np.hstack([X, np.ones((n, 1))]) if fit_intercept else X
-    reg = np.full(Xt.shape[1], omega.sum() * lam)
-    if fit_intercept and not penalize_intercept:
-        reg[-1] = 0.0
-    w_full = reference_minimiser(Xt, y, omega, reg, np.zeros(Xt.shape[1]))
+    p = X.shape[1] + fit_intercept
+    reg = penalty(p, omega, lam, fit_intercept, penalize_intercept)
+    w_full = refit(X, y, omega, "logistic", reg, fit_intercept)
     refits = {}
     for i in rows:
         without = omega.copy()
         without[i] = 0.0  # the penalty keeps sum(omega): n is public
-        refits[i] = reference_minimiser(Xt, y, without, reg, w_full)
+        refits[i] = refit(X, y, without, "logistic", reg, fit_intercept, w0=w_full)
     return w_full, refits
 
 
