@@ -6,9 +6,11 @@ The settings of ``UNREAD_REPORT`` must change nothing but those columns: the
 weights and the guarantee are the same to the bit, for every estimator that
 takes them. The audits set them on every release they fit."""
 
+import pickle
 import warnings
 
 import numpy as np
+import pandas as pd
 import pytest
 from sklearn.base import clone
 from sklearn.datasets import make_classification
@@ -74,3 +76,52 @@ def test_intrinsic_audit_fits_without_unread_columns(data):
     spy = _Spy(sigma=0.5, lam=0.1, data_norm=1.0)
     IntrinsicPrivacyAudit(spy, n_seeds=3, n_neighbours=2, random_state=0).fit(X, y)
     assert _SEEN and set(_SEEN) == {False}
+
+
+# --------------------------------------------------------------------------
+# a fit defers the exact leave-one-out columns until the report is read
+
+
+def _deferred(X, y, **params):
+    params = {"data_norm": 1.0, "random_state": 0, **params}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model = OutputPerturbedLogisticRegression(**params).fit(X, y)
+    return model
+
+
+def test_deferred_report_is_the_report_of_the_fit(data):
+    """Read late, after the caller's rows and the parameters changed, the
+    report is the one of the data and the settings fitted: the same to the
+    bit as the report read at once."""
+    X, y = data
+    at_once = _deferred(X, y)
+    at_once.privacy_report_  # noqa: B018
+    X_late, y_late = X.copy(), y.copy()
+    late = _deferred(X_late, y_late)
+    assert "_report_pending" in vars(late)  # else this test tests nothing
+    X_late[:] = 0.0
+    y_late[:] = 1 - y_late
+    late.set_params(lam=1.0, fit_intercept=False)
+    pd.testing.assert_frame_equal(late.privacy_report_, at_once.privacy_report_)
+    assert late.privacy_report_.attrs == at_once.privacy_report_.attrs
+    assert "_report_pending" not in vars(late)  # computed once
+
+
+def test_pickle_holds_the_report_not_the_rows(data):
+    X, y = data
+    model = _deferred(X, y)
+    expected = _deferred(X, y).privacy_report_
+    restored = pickle.loads(pickle.dumps(model))
+    assert not {"_report_pending"} & (set(vars(model)) | set(vars(restored)))
+    pd.testing.assert_frame_equal(restored.privacy_report_, expected)
+
+
+def test_refit_and_release_drop_the_pending_report(data):
+    X, y = data
+    model = _deferred(X, y)
+    assert "_report_pending" not in vars(model.release())
+    with pytest.raises(ValueError):
+        model.fit(X, np.full(y.shape, 7.0))  # a regression target: refused
+    assert not hasattr(model, "privacy_report_")
+    assert "_report_pending" not in vars(model)

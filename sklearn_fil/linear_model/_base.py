@@ -11,7 +11,9 @@ until the FIL is level. The loss is a mixin, :class:`SquaredLossMixin` or
 # Authors: The sklearn-fil developers
 # SPDX-License-Identifier: BSD-3-Clause
 
+import copy
 import operator
+from functools import partial
 from numbers import Real
 from typing import ClassVar, NamedTuple
 
@@ -73,6 +75,8 @@ from sklearn_fil.utils._sparse import as_csr, issparse
 # Private fitted state, cleared with the public attributes at each fit
 # (``_weighted``: the training recipe's non-uniform weights, which attacks re-run).
 _PRIVATE_STATE = (
+    "_privacy_report",
+    "_report_pending",
     "_weighted",
     "_onehot_groups",
     "_dask_weights",
@@ -265,15 +269,7 @@ class BaseReleasedGLM(GuaranteeMixin, BaseEstimator):
             w, omega, result = self._solve(X, y, omega, groups)
             # in units of each attribute's std (weighted, of the rows as fitted)
             variance, sizes = self._attribute_scales(X, y, result, fit_weight)
-            per_instance = self._per_instance_columns(X, y, w, omega, delta, result)
         attribute_names = self._attribute_names(result, groups, target_name)
-        self.privacy_report_ = make_privacy_report(
-            result,
-            attribute_names,
-            index,
-            rel_mse_bound=relative_mse_bound(result.attribute_fil, variance, sizes),
-            **per_instance,
-        )
         self.attribute_fil_ = pd.Series(
             result.total_attribute_fil, index=attribute_names, name="fil"
         )
@@ -302,9 +298,42 @@ class BaseReleasedGLM(GuaranteeMixin, BaseEstimator):
         # the report's context, which write_privacy_report keeps beside its CSV
         # (a Dask report carries it on the collection and in every partition)
         metadata = privacy_report_metadata(self, n_samples=X.shape[0])
-        self.privacy_report_ = with_report_attrs(self.privacy_report_, metadata)
+        data = (X, y, w, omega, delta, result)
+        names = (attribute_names, index, variance, sizes, metadata)
+        if self._defer_per_instance(X):
+            # The exact leave-one-out refits cost O(n^2 d): done when the report
+            # is read, on copies of the rows and of the fit's settings.
+            data = (X.copy(), y.copy(), w, omega.copy(), delta, result)
+            fitted = copy.copy(self)
+            self._report_pending = partial(_privacy_report, fitted, data, names)
+        else:
+            self._privacy_report = _privacy_report(self, data, names)
         self._check_utility(X, y)
         return self
+
+    @property
+    def privacy_report_(self):
+        # documented by each estimator; computed here on first read when deferred
+        pending = vars(self).get("_report_pending")
+        if pending is not None:
+            self._privacy_report = pending()
+            del self._report_pending
+        try:
+            return vars(self)["_privacy_report"]
+        except KeyError:
+            raise AttributeError(
+                f"'{type(self).__name__}' object has no attribute 'privacy_report_'"
+            ) from None
+
+    def __getstate__(self):
+        # a pickle holds the report, never the rows it is computed from
+        if "_report_pending" in vars(self):
+            self.privacy_report_  # noqa: B018
+        return super().__getstate__()
+
+    def _defer_per_instance(self, X):
+        """Whether the per-instance columns wait until the report is read."""
+        return False
 
     def _utility_remedy(self):
         """What to try when the release is no better than a constant."""
@@ -610,6 +639,26 @@ class BaseReleasedGLM(GuaranteeMixin, BaseEstimator):
     def _margins(self, X):
         """``X coef_^T + intercept_``: one column per class when multinomial."""
         return np.asarray(X @ np.transpose(self.coef_)) + self.intercept_
+
+
+def _privacy_report(fitted, data, names):
+    """``privacy_report_`` of ``fitted``, with its per-instance columns.
+
+    ``data``: ``(X, y, w, omega, delta, result)`` as fitted; ``names``:
+    ``(attribute_names, index, variance, sizes, metadata)``.
+    """
+    X, y, w, omega, delta, result = data
+    attribute_names, index, variance, sizes, metadata = names
+    with small_work(X.shape[0], X.shape[1] + fitted.fit_intercept):
+        per_instance = fitted._per_instance_columns(X, y, w, omega, delta, result)
+    report = make_privacy_report(
+        result,
+        attribute_names,
+        index,
+        rel_mse_bound=relative_mse_bound(result.attribute_fil, variance, sizes),
+        **per_instance,
+    )
+    return with_report_attrs(report, metadata)
 
 
 def _extremes(X):

@@ -664,7 +664,10 @@ class OutputPerturbedLogisticRegression(LogisticLossMixin, _OutputPerturbed):
     per_instance_accounting : "auto" or bool, default="auto"
         How the report gets each example's leave-one-out sensitivity
         ``Delta_i``. ``True``: exact (column ``loo_sensitivity``, ``O(n^2
-        d)`` per Newton step). ``"auto"``: exact up to 2000 examples, above a
+        d)`` per Newton step, on in-memory data computed when
+        ``privacy_report_`` is first read, from copies of the rows kept until
+        then: a fit whose report is never read, as in a search, does not pay
+        for it). ``"auto"``: exact up to 2000 examples, above a
         certified interval in ``O(n d^2)`` (columns ``loo_sensitivity_bound``,
         its upper end, and ``loo_sensitivity_lower``; relative width about
         ``1e-3`` at ``n = 10^5``). ``False``: the cheapest, the
@@ -846,6 +849,10 @@ class OutputPerturbedLogisticRegression(LogisticLossMixin, _OutputPerturbed):
         tags = super().__sklearn_tags__()
         tags.classifier_tags.multi_class = True
         return tags
+
+    def _defer_per_instance(self, X):
+        # the exact refits cost O(n^2 d); the interval and the bound O(n d^2)
+        return not is_dask(X) and bool(self._per_instance_exact(X.shape[0]))
 
     def _per_instance_exact(self, n_samples, dask=False):
         if dask:  # refits over all rows per example: the bound (see fit)
