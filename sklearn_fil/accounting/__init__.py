@@ -2,8 +2,9 @@
 
 Exact (ε, δ) and Rényi accounting for the Gaussian mechanism, the sensitivity of
 output-perturbed logistic regression, noise calibration for a target ε, a privacy
-budget across releases, and the lower bounds of Guo et al. (2022) on the
-error of unbiased reconstruction attacks.
+budget across releases, the lower bounds of Guo et al. (2022) on the
+error of unbiased reconstruction attacks, and the upper bounds of Hayes et al.
+(2023) on the success of any reconstruction attack (reconstruction robustness).
 """
 
 # Authors: The sklearn-fil developers
@@ -33,6 +34,7 @@ from sklearn_fil.accounting._lam import (
     output_perturbation_ridge_lam,
 )
 from sklearn_fil.accounting._per_instance_gaussian import per_instance_gaussian_epsilon
+from sklearn_fil.accounting._rero import rero_bound, rero_kappa
 
 __all__ = [
     "BudgetRefit",
@@ -57,5 +59,7 @@ __all__ = [
     "output_perturbation_ridge_lam",
     "output_perturbation_sensitivity",
     "per_instance_gaussian_epsilon",
+    "rero_bound",
+    "rero_kappa",
     "within_budget",
 ]
