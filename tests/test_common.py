@@ -23,7 +23,9 @@ from sklearn_fil.attacks import (
     GLMReconstructionAttack,
     GradientLabelAttack,
     LikelihoodRatioMembershipInference,
+    LiRAMembershipInference,
     LossThresholdMembershipInference,
+    RMIAMembershipInference,
     WhiteBoxAttributeInversion,
 )
 from sklearn_fil.utils.estimator_checks import (
@@ -120,6 +122,12 @@ def _attack_cases():
         (LossThresholdMembershipInference(clf, random_state=0), (X, y), membership),
         (LikelihoodRatioMembershipInference(clf), (X, y), {}),
         (LikelihoodRatioMembershipInference(reg), (X, y_reg), {}),
+        (
+            LiRAMembershipInference(clf, n_shadow_models=4, random_state=0),
+            (X, y),
+            membership,
+        ),
+        (RMIAMembershipInference(pipe, random_state=0), (raw, y), membership),
     ]
 
 

@@ -20,13 +20,19 @@ from sklearn_fil.attacks._likelihood_ratio import LikelihoodRatioMembershipInfer
 from sklearn_fil.attacks._membership import LossThresholdMembershipInference
 from sklearn_fil.attacks._reconstruction import GLMReconstructionAttack
 from sklearn_fil.attacks._report import attack_report
+from sklearn_fil.attacks._shadow import (
+    LiRAMembershipInference,
+    RMIAMembershipInference,
+)
 
 __all__ = [
     "BlackBoxAttributeInversion",
     "GLMReconstructionAttack",
     "GradientLabelAttack",
+    "LiRAMembershipInference",
     "LikelihoodRatioMembershipInference",
     "LossThresholdMembershipInference",
+    "RMIAMembershipInference",
     "WhiteBoxAttributeInversion",
     "attack_report",
     "gradient_label_inputs",

@@ -194,16 +194,70 @@ def _group_report(predicted, member, loss, groups, delta):
     return report, table["all"]
 
 
-def _roc(member, loss, levels, n_nonmembers):
-    """``roc_`` and ``tpr_at_fpr_`` of the loss as a membership score."""
-    # score -loss >= s  <=>  loss <= -s; + 0.0 turns -0.0 into 0.0
-    fpr, tpr, score = roc_curve(member, -loss, drop_intermediate=False)
-    roc = pd.DataFrame({"fpr": fpr, "tpr": tpr, "loss_threshold": -score + 0.0})
+def _threshold_rule(attack, loss, member, halves, groups, threshold):
+    """The rule ``loss <= threshold`` and its held-out results, set on ``attack``.
+
+    ``halves`` are the ``(first, held_out)`` rows; ``threshold`` None chooses
+    it on the first. Sets ``threshold_``, ``tpr_``, ``fpr_``, ``advantage_``,
+    ``epsilon_lower_bound_``, ``epsilon_lower_bound_ci_``, ``report_`` and
+    ``baseline_``; returns the held-out membership, losses and ``"all"`` row.
+    """
+    first, held_out = halves
+    if threshold is None:
+        threshold = _best_threshold(loss[first], member[first])
+    held_loss = loss[held_out]
+    predicted = held_loss <= threshold
+    held_member = member[held_out]
+    report, overall = _group_report(
+        predicted,
+        held_member,
+        held_loss,
+        None if groups is None else (groups[held_out], np.unique(groups)),
+        attack.delta,
+    )
+    attack.threshold_ = threshold
+    attack.tpr_ = overall["tpr"]
+    attack.fpr_ = overall["fpr"]
+    attack.advantage_ = overall["advantage"]
+    attack.epsilon_lower_bound_ = overall["epsilon_lower_bound"]
+    attack.epsilon_lower_bound_ci_ = _epsilon_ci(
+        int(predicted[held_member].sum()),
+        overall["n_members"],
+        int(predicted[~held_member].sum()),
+        overall["n_nonmembers"],
+        attack.delta,
+    )
+    attack.report_ = report
+    attack.baseline_ = pd.Series(
+        {
+            "accuracy": max(held_member.mean(), 1.0 - held_member.mean()),
+            "auc": 0.5,
+            "advantage": 0.0,
+        },
+        name="baseline",
+    )
+    return held_member, held_loss, overall
+
+
+def _score_roc(member, score, levels, n_nonmembers):
+    """``(fpr, tpr, thresholds)`` of a membership score and its ``tpr_at_fpr_``.
+
+    Higher scores mean more likely a member; every distinct score is a point.
+    """
+    fpr, tpr, thresholds = roc_curve(member, score, drop_intermediate=False)
     tpr_at_fpr = pd.Series(
         _tpr_at_fpr(fpr, tpr, levels, n_nonmembers),
         index=pd.Index(levels, name="fpr"),
         name="tpr",
     )
+    return fpr, tpr, thresholds, tpr_at_fpr
+
+
+def _roc(member, loss, levels, n_nonmembers):
+    """``roc_`` and ``tpr_at_fpr_`` of the loss as a membership score."""
+    # score -loss >= s  <=>  loss <= -s; + 0.0 turns -0.0 into 0.0
+    fpr, tpr, score, tpr_at_fpr = _score_roc(member, -loss, levels, n_nonmembers)
+    roc = pd.DataFrame({"fpr": fpr, "tpr": tpr, "loss_threshold": -score + 0.0})
     return roc, tpr_at_fpr
 
 
@@ -458,47 +512,15 @@ class LossThresholdMembershipInference(BaseEstimator):
         first, held_out = _split_halves(member, self.test_size, self.random_state)
         loss = per_example_loss(self.model, kind, X, y)
 
-        if isinstance(self.threshold, str):
-            threshold = _best_threshold(loss[first], member[first])
-        else:
-            threshold = float(self.threshold)
-        held_loss = loss[held_out]
-        predicted = held_loss <= threshold
-        held_member = member[held_out]
-        report, overall = _group_report(
-            predicted,
-            held_member,
-            held_loss,
-            None if groups is None else (groups[held_out], np.unique(groups)),
-            self.delta,
+        threshold = None if isinstance(self.threshold, str) else float(self.threshold)
+        held_member, held_loss, overall = _threshold_rule(
+            self, loss, member, (first, held_out), groups, threshold
         )
         roc, tpr_at_fpr = _roc(held_member, held_loss, levels, overall["n_nonmembers"])
-
         self.model_ = self.model
-        self.threshold_ = threshold
-        self.tpr_ = overall["tpr"]
-        self.fpr_ = overall["fpr"]
-        self.advantage_ = overall["advantage"]
-        self.epsilon_lower_bound_ = overall["epsilon_lower_bound"]
-        self.epsilon_lower_bound_ci_ = _epsilon_ci(
-            int(predicted[held_member].sum()),
-            overall["n_members"],
-            int(predicted[~held_member].sum()),
-            overall["n_nonmembers"],
-            self.delta,
-        )
         self.roc_ = roc
         self.auc_ = overall["auc"]
         self.tpr_at_fpr_ = tpr_at_fpr
-        self.report_ = report
-        self.baseline_ = pd.Series(
-            {
-                "accuracy": max(held_member.mean(), 1.0 - held_member.mean()),
-                "auc": 0.5,
-                "advantage": 0.0,
-            },
-            name="baseline",
-        )
         for name in ("n_features_in_", "feature_names_in_"):
             if hasattr(self.model, name):
                 setattr(self, name, getattr(self.model, name))
@@ -568,9 +590,14 @@ class LossThresholdMembershipInference(BaseEstimator):
             When the lengths differ or ``membership`` is not 0/1 with both
             values present.
         """
-        check_consistent_length(X, y, membership)
-        member = membership_array(membership)
-        if member.all() or not member.any():
-            raise ValueError("membership must contain both members and non-members.")
-        predicted = self.predict(X, y).astype(bool)
-        return float(predicted[member].mean() - predicted[~member].mean())
+        return _advantage(self, X, y, membership)
+
+
+def _advantage(attack, X, y, membership):
+    """``score`` of a membership attack: ``TPR - FPR`` of ``attack.predict``."""
+    check_consistent_length(X, y, membership)
+    member = membership_array(membership)
+    if member.all() or not member.any():
+        raise ValueError("membership must contain both members and non-members.")
+    predicted = attack.predict(X, y).astype(bool)
+    return float(predicted[member].mean() - predicted[~member].mean())

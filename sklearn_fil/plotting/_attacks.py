@@ -406,6 +406,8 @@ class MembershipROCDisplay(_Display):
     --------
     sklearn_fil.attacks.LossThresholdMembershipInference : The attack, with
         ``roc_``, ``auc_`` and ``tpr_at_fpr_``.
+    sklearn_fil.attacks.LiRAMembershipInference : The shadow-model attack,
+        with the same attributes.
     sklearn.metrics.RocCurveDisplay : scikit-learn's ROC display, on linear
         axes.
 
@@ -528,7 +530,8 @@ class MembershipROCDisplay(_Display):
 
         Parameters
         ----------
-        attack : LossThresholdMembershipInference
+        attack : LossThresholdMembershipInference, LiRAMembershipInference or \
+RMIAMembershipInference
             Fitted membership attack, with ``roc_`` and ``auc_``.
         %(parameters)s
         """
@@ -537,7 +540,8 @@ class MembershipROCDisplay(_Display):
         if roc is None:
             raise TypeError(
                 f"{cls.__name__}.from_estimator needs a fitted membership attack "
-                f"with roc_ (LossThresholdMembershipInference); got "
+                f"with roc_ (LossThresholdMembershipInference, "
+                f"LiRAMembershipInference, RMIAMembershipInference); got "
                 f"{type(attack).__name__}."
             )
         caller = f"{cls.__name__}.from_estimator"
