@@ -4,6 +4,7 @@
 # SPDX-License-Identifier: BSD-3-Clause
 
 import platform
+import subprocess
 
 
 def cpu_name():
@@ -17,3 +18,17 @@ def cpu_name():
     except OSError:
         pass
     return cpu
+
+
+def git_version(where):
+    """The short hash of the commit checked out at ``where``, else "unknown"."""
+    try:
+        return subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"],
+            capture_output=True,
+            text=True,
+            check=True,
+            cwd=where,
+        ).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"

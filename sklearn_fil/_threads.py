@@ -112,6 +112,16 @@ def small_work(rows, p):
         yield
 
 
+def one_numba_thread():
+    """Whether numba runs on the calling thread alone here (see :func:`small_work`).
+
+    Then a kernel's serial twin (the same code compiled without
+    ``parallel=True``, same results) does its work: a first call does not
+    wait for the parallel variant to compile.
+    """
+    return numba.get_num_threads() == 1
+
+
 def row_parallel(func, n):
     """``[func(rows) for rows in segments]`` over fixed segments of ``range(n)``.
 

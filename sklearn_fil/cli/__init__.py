@@ -14,8 +14,11 @@ guarantee.
 # SPDX-License-Identifier: BSD-3-Clause
 
 import argparse
+import contextlib
 import math
 import sys
+
+from numba.core import event
 
 from sklearn_fil import __version__
 from sklearn_fil.cli._inputs import (
@@ -322,6 +325,48 @@ def _report(args, model, stdout):
     return 0
 
 
+class _CompileNotice(event.Listener):
+    """Says once on ``stream`` that sklearn-fil's kernels compile now.
+
+    numba compiles a kernel on its first use and caches the machine code (in
+    ``__pycache__`` beside the sources when writable, else in a per-user
+    directory, or in ``NUMBA_CACHE_DIR``); only a run that misses the cache
+    compiles, and then tells the user why this run is slow.
+    """
+
+    def __init__(self, stream, command):
+        self.stream = stream
+        self.command = command
+        self.said = False
+
+    def on_start(self, ev):
+        func = getattr(ev.data["dispatcher"], "py_func", None)
+        if self.said or not getattr(func, "__module__", "").startswith("sklearn_fil."):
+            return
+        self.said = True
+        print(
+            f"{PROG} {self.command}: compiling the numerical kernels for their first "
+            "use (once: later runs load them from numba's cache); this run takes "
+            "longer",
+            file=self.stream,
+            flush=True,
+        )
+
+    def on_end(self, ev):
+        pass
+
+
+def _compile_notice(stream, command):
+    """Context in which a compile of a sklearn-fil kernel says so once on ``stream``.
+
+    Only on a terminal, as progress messages go: a script's or a test's
+    captured stderr is kept for errors.
+    """
+    if not stream.isatty():
+        return contextlib.nullcontext()
+    return event.install_listener("numba:compile", _CompileNotice(stream, command))
+
+
 def main(argv=None):
     """Run the ``sklearn-fil`` command.
 
@@ -344,6 +389,12 @@ def main(argv=None):
         unknown target column, non-numeric features, missing values, a failed
         fit...), after a one-line message on stderr.
 
+    Notes
+    -----
+    A run that compiles sklearn-fil's numba kernels (the first after
+    installing, or with an empty numba cache) says so in one line on stderr
+    when stderr is a terminal.
+
     Examples
     --------
     >>> import tempfile
@@ -362,7 +413,8 @@ def main(argv=None):
     parser = _build_parser()
     args = parser.parse_args(argv)
     try:
-        return _report(args, _MODELS.get(args.model), sys.stdout)
+        with _compile_notice(sys.stderr, args.command):
+            return _report(args, _MODELS.get(args.model), sys.stdout)
     except _InputError as exc:
         message = " ".join(str(exc).split())
         print(f"{PROG} {args.command}: error: {message}", file=sys.stderr)

@@ -13,7 +13,13 @@ from sklearn.utils import assert_all_finite, check_array, check_consistent_lengt
 
 from sklearn_fil._glm import GLMProblem, SPDFactor, augment_rmatvec, weighted_grams
 from sklearn_fil._losses import get_family
-from sklearn_fil._threads import cache_rows, row_blocks, row_parallel, small_work
+from sklearn_fil._threads import (
+    cache_rows,
+    one_numba_thread,
+    row_blocks,
+    row_parallel,
+    small_work,
+)
 from sklearn_fil.exceptions import NotAMinimiserWarning
 from sklearn_fil.fisher import _kernels as kernels
 from sklearn_fil.utils._onehot import check_onehot_groups
@@ -474,7 +480,9 @@ def _gradient_sums(problem, u, v, w):
     if issparse(X):
         sums = [X.T @ u, X.T @ v, abs(X).T @ np.abs(w)]
     else:
-        sums = list(kernels.gradient_sums(X, u, v, w))
+        serial = one_numba_thread()
+        kernel = kernels.gradient_sums_serial if serial else kernels.gradient_sums
+        sums = list(kernel(X, u, v, w))
     if problem.fit_intercept:
         sums = [
             np.append(x, t.sum()) for x, t in zip(sums, (u, v, np.abs(w)), strict=True)
@@ -587,7 +595,9 @@ class _Rotations:
             Z = np.ascontiguousarray(chunk @ self.rot)
         else:
             Z = np.matmul(chunk, self.rot, out=Z[: chunk.shape[0]])
-        kernels.per_example_fil(
+        serial = one_numba_thread()
+        kernel = kernels.per_example_fil_serial if serial else kernels.per_example_fil
+        kernel(
             Z,  # C-contiguous [YU, G]
             self.offset[:p],
             self.offset[p:],

@@ -1,0 +1,260 @@
+# Authors: The sklearn-fil developers
+# SPDX-License-Identifier: BSD-3-Clause
+# The markdown output uses typographic signs (multiplication) on purpose.
+# ruff: noqa: RUF001
+"""Cold start: ``sklearn-fil report`` with an empty numba cache, and the import.
+
+Every run is a fresh interpreter (a subprocess), timed from its start to its
+exit, as a user waits for it:
+
+* *cold*: ``sklearn-fil report`` (the CLI's default run: the bundled
+  breast-cancer data, 569 x 30, logistic with ``--data-norm 1``) with
+  ``NUMBA_CACHE_DIR`` pointing at a new empty directory, so that every kernel
+  it calls compiles, as on the first run after installing;
+* *warm*: the same command again with that directory, now full;
+* *no JIT*: the same command with ``NUMBA_DISABLE_JIT=1`` (the kernels run as
+  Python): the floor for a run that compiled nothing and had nothing to load;
+* *import*: ``import sklearn_fil`` against ``import sklearn.linear_model,
+  pandas`` (both timed inside the child, around the import statement only),
+  alternating.
+
+Each is the best of ``--repeat`` runs (cold: a new empty directory each run).
+The cold run also records numba's compile events (``numba.core.event``): the
+kernels compiled, with the seconds each took including the functions it
+called that compiled with it. Targets: cold <= 2 x warm, import <= 1.3 x the
+baseline.
+
+Usage::
+
+    python benchmarks/bench_startup.py [--repeat 3] [--out PATH]
+"""
+
+import argparse
+import datetime
+import json
+import os
+import platform
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numba
+import numpy as np
+from _machine import cpu_name, git_version
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+COLD_TARGET = 2.0
+IMPORT_TARGET = 1.3
+
+# The child of a report run: main() as the ``sklearn-fil`` entry point calls
+# it, numba's compile events (time and nesting) written to argv[2] as JSON.
+_REPORT_CHILD = """
+import json, sys, time
+from numba.core import event
+events, stack = [], []
+class Events(event.Listener):
+    def on_start(self, ev):
+        d = ev.data["dispatcher"]
+        name = f"{d.py_func.__module__}.{d.py_func.__qualname__}"
+        stack.append((time.perf_counter(), name))
+    def on_end(self, ev):
+        t0, name = stack.pop()
+        events.append((name, len(stack), time.perf_counter() - t0))
+event.register("numba:compile", Events())
+from sklearn_fil.cli import main
+status = main(["report", "--out", sys.argv[1]])
+with open(sys.argv[2], "w") as f:
+    json.dump(events, f)
+sys.exit(status)
+"""
+
+_IMPORT_CHILD = """
+import time
+t0, c0 = time.perf_counter(), time.process_time()
+import {modules}
+print(time.perf_counter() - t0, time.process_time() - c0)
+"""
+
+
+def _env(**extra):
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    env.pop("NUMBA_DISABLE_JIT", None)
+    env.update(extra)
+    return env
+
+
+def _run(args, env):
+    """Wall and CPU seconds of a child process, and its stdout."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    t0 = time.perf_counter()
+    proc = subprocess.run(args, env=env, capture_output=True, text=True, cwd=ROOT)
+    wall = time.perf_counter() - t0
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if proc.returncode != 0:
+        raise RuntimeError(f"{args} failed:\n{proc.stderr}")
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return wall, cpu, proc.stdout
+
+
+def report_run(tmp, cache_dir, disable_jit=False):
+    """One ``sklearn-fil report`` in a fresh interpreter: wall, CPU, events."""
+    out = Path(tmp) / "report.csv"
+    for path in (out, out.with_suffix(".json"), Path(tmp) / "events.json"):
+        path.unlink(missing_ok=True)
+    extra = {"NUMBA_CACHE_DIR": str(cache_dir)}
+    if disable_jit:
+        extra["NUMBA_DISABLE_JIT"] = "1"
+    args = [
+        sys.executable,
+        "-c",
+        _REPORT_CHILD,
+        str(out),
+        str(Path(tmp) / "events.json"),
+    ]
+    wall, cpu, _ = _run(args, _env(**extra))
+    events = json.loads((Path(tmp) / "events.json").read_text())
+    return wall, cpu, events
+
+
+def import_time(modules):
+    """Wall and CPU seconds of ``import modules`` in a fresh interpreter."""
+    code = _IMPORT_CHILD.format(modules=modules)
+    wall, cpu = _run([sys.executable, "-c", code], _env())[2].split()
+    return float(wall), float(cpu)
+
+
+def compile_table(events):
+    """Top-level compiles (those a Python call started), slowest first."""
+    top = [(t, name) for name, depth, t in events if depth == 0]
+    return sorted(top, reverse=True)
+
+
+def _best(runs):
+    """The least wall and the least CPU seconds of ``(wall, cpu)`` pairs."""
+    return tuple(min(column) for column in zip(*runs, strict=True))
+
+
+def _met(value, target):
+    return "met" if value <= target else "NOT met"
+
+
+def write_markdown(path, res, command, started, load0):
+    load1 = ", ".join(f"{x:.1f}" for x in os.getloadavg())
+    cold, warm, nojit = res["cold"], res["warm"], res["nojit"]
+    ratio = cold[0] / warm[0]
+    imp = res["import"]
+    imp_ratio = imp["sklearn_fil"][0] / imp["baseline"][0]
+    imp_cpu_ratio = imp["sklearn_fil"][1] / imp["baseline"][1]
+    events = res["events"]
+    user = [e for e in events if e[0].startswith("sklearn_fil.")]
+    md = [
+        "# Cold start: the first `sklearn-fil report` and the import\n",
+        f"- Date: {started}",
+        f"- Command: `{command}`",
+        f"- sklearn-fil version: git {git_version(HERE)}",
+        f"- CPU: {cpu_name()}, {os.cpu_count()} logical; numba {numba.__version__}"
+        f" ({numba.config.NUMBA_NUM_THREADS} threads available)",
+        f"- Python {platform.python_version()}, NumPy {np.__version__}",
+        f"- Load average (1, 5, 15 min) at the start: {load0}; at the end: {load1}"
+        " (the targets are for an idle machine: a busy one stretches the wall "
+        "times, the CPU times much less)",
+        f"- Each figure is the least of {res['repeat']} fresh interpreters (wall "
+        "and CPU apart); *wall*: from the start of the process to its exit (for "
+        "the import, of the import statement); *CPU*: its user + system seconds "
+        "(less sensitive to a busy machine). *cold*: an empty "
+        "`NUMBA_CACHE_DIR` (a new one each run); *warm*: the same directory, "
+        "full; *no JIT*: `NUMBA_DISABLE_JIT=1`.",
+        "",
+        "| `sklearn-fil report` | wall | CPU |",
+        "|---|---:|---:|",
+        f"| cold | {cold[0]:.1f} s | {cold[1]:.1f} s |",
+        f"| warm | {warm[0]:.1f} s | {warm[1]:.1f} s |",
+        f"| no JIT | {nojit[0]:.1f} s | {nojit[1]:.1f} s |",
+        f"| cold / warm | {ratio:.1f} × | {cold[1] / warm[1]:.1f} × |",
+        "",
+        f"Target cold <= {COLD_TARGET:g} × warm: **{_met(ratio, COLD_TARGET)}** "
+        f"({ratio:.1f} ×).",
+        "",
+        "| import (inside the child) | wall | CPU |",
+        "|---|---:|---:|",
+        f"| `import sklearn_fil` | {imp['sklearn_fil'][0]:.2f} s | "
+        f"{imp['sklearn_fil'][1]:.2f} s |",
+        f"| `import sklearn.linear_model, pandas` | {imp['baseline'][0]:.2f} s | "
+        f"{imp['baseline'][1]:.2f} s |",
+        f"| ratio | {imp_ratio:.2f} × | {imp_cpu_ratio:.2f} × |",
+        "",
+        f"Target import <= {IMPORT_TARGET:g} × the baseline: "
+        f"**{_met(imp_ratio, IMPORT_TARGET)}** ({imp_ratio:.2f} ×).",
+        "",
+        f"The cold run compiled {len(user)} sklearn-fil functions and "
+        f"{len(events) - len(user)} of numba's own (NumPy and builtin "
+        "overloads). The kernels a Python call compiled, with the seconds "
+        "including the functions they call that compiled with them (wall, in "
+        "the fastest cold run):",
+        "",
+        "| kernel | compile |",
+        "|---|---:|",
+    ]
+    md += [f"| `{name}` | {t:.2f} s |" for t, name in compile_table(events)]
+    md += [
+        "",
+        f"Total: {sum(t for t, _ in compile_table(events)):.1f} s.",
+        "",
+    ]
+    path.write_text("\n".join(md))
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--repeat", type=int, default=3, help="runs of each")
+    parser.add_argument("--out", type=Path, default=HERE / "results" / "startup.md")
+    args = parser.parse_args(argv)
+    command = "python benchmarks/bench_startup.py"
+    if args.repeat != 3:
+        command += f" --repeat {args.repeat}"
+    started = datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
+    load0 = ", ".join(f"{x:.1f}" for x in os.getloadavg())
+    res = {"repeat": args.repeat}
+    imports = {"sklearn_fil": [], "baseline": []}
+    with tempfile.TemporaryDirectory() as tmp:
+        colds, warms, nojits = [], [], []
+        for i in range(args.repeat):
+            cache = Path(tmp) / f"numba_cache_{i}"
+            wall, cpu, events = report_run(tmp, cache)
+            colds.append((wall, cpu, events))
+            print(f"cold   {wall:6.1f} s wall  {cpu:6.1f} s CPU", flush=True)
+            wall, cpu, _ = report_run(tmp, cache)
+            warms.append((wall, cpu))
+            print(f"warm   {wall:6.1f} s wall  {cpu:6.1f} s CPU", flush=True)
+            wall, cpu, _ = report_run(tmp, cache, disable_jit=True)
+            nojits.append((wall, cpu))
+            print(f"no JIT {wall:6.1f} s wall  {cpu:6.1f} s CPU", flush=True)
+            imports["sklearn_fil"].append(import_time("sklearn_fil"))
+            imports["baseline"].append(import_time("sklearn.linear_model, pandas"))
+            print(
+                "import sklearn_fil {:.2f} s ({:.2f} s CPU), sklearn.linear_model"
+                " + pandas {:.2f} s ({:.2f} s CPU)".format(
+                    *imports["sklearn_fil"][-1], *imports["baseline"][-1]
+                ),
+                flush=True,
+            )
+    # the best wall and the best CPU time of each, the events of the fastest cold
+    res["cold"] = _best([r[:2] for r in colds])
+    res["events"] = min(colds, key=lambda r: r[0])[2]
+    res["warm"] = _best(warms)
+    res["nojit"] = _best(nojits)
+    res["import"] = {k: _best(v) for k, v in imports.items()}
+    for t, name in compile_table(res["events"]):
+        print(f"  compile {t:6.2f} s  {name}")
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    write_markdown(args.out, res, command, started, load0)
+    print(f"cold / warm {res['cold'][0] / res['warm'][0]:.2f}; wrote {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
