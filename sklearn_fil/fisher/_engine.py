@@ -93,13 +93,21 @@ class FisherInformationLoss:
 
 
 def _top_eig(M):
-    """Largest eigenvalue of a symmetric PSD matrix (0 for an empty one)."""
-    if M.shape[0] == 0:
+    """Largest eigenvalue of a symmetric PSD matrix (0 for an empty one).
+
+    LAPACK's ``dsyevr``, which computes the one eigenvalue, can fail ("Internal
+    Error") on a top eigenvalue repeated hundreds of times (as identical
+    canaries in their own columns make); the full divide-and-conquer ``evd``
+    then computes all of them, to the same rounding.
+    """
+    d = M.shape[0]
+    if d == 0:
         return 0.0
-    return max(
-        float(linalg.eigvalsh(M, subset_by_index=[M.shape[0] - 1, M.shape[0] - 1])[0]),
-        0.0,
-    )
+    try:
+        top = linalg.eigvalsh(M, subset_by_index=[d - 1, d - 1])[0]
+    except linalg.LinAlgError:
+        top = linalg.eigvalsh(M, driver="evd")[-1]
+    return max(float(top), 0.0)
 
 
 def model(args, onehot_rows, **data):

@@ -576,3 +576,27 @@ def test_engine_refuses_margins_that_overflow():
     X[::2] *= -1
     with pytest.raises(ValueError, match="overflows"):
         fisher_information_loss(X, np.zeros(10), np.array([1e10, 1e10]))
+
+
+def test_top_eig_survives_a_failing_dsyevr(monkeypatch):
+    """dsyevr has failed on a top eigenvalue repeated 299 times (one-run
+    canaries): the full decomposition then gives the same eigenvalue."""
+    from scipy import linalg
+
+    from sklearn_fil.fisher import _engine
+
+    rng = np.random.default_rng(0)
+    A = rng.normal(size=(6, 6))
+    M = A @ A.T
+    exact = np.linalg.eigvalsh(M)[-1]
+    calls, eigvalsh = [], linalg.eigvalsh
+
+    def failing(M, **kwargs):
+        calls.append(kwargs)
+        if "subset_by_index" in kwargs:
+            raise linalg.LinAlgError("Internal Error.")
+        return eigvalsh(M, **kwargs)
+
+    monkeypatch.setattr(_engine.linalg, "eigvalsh", failing)
+    assert_allclose(_engine._top_eig(M), exact, rtol=1e-13)
+    assert [sorted(c) for c in calls] == [["subset_by_index"], ["driver"]]
