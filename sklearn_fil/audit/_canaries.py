@@ -3,19 +3,32 @@
 # Authors: The sklearn-fil developers
 # SPDX-License-Identifier: BSD-3-Clause
 
+from dataclasses import replace
+
 import numpy as np
 import pandas as pd
+from scipy.optimize import minimize_scalar
 from sklearn.base import is_classifier
 from sklearn.pipeline import Pipeline
 from sklearn.utils.validation import check_array, check_consistent_length
 
-from sklearn_fil.utils._clipping import row_norms
+from sklearn_fil._glm import GLMProblem, newton
+from sklearn_fil._threads import small_work
+from sklearn_fil.utils._clipping import clip_rows, row_norms
 from sklearn_fil.utils._onehot import onehot_columns
 from sklearn_fil.utils._release import fitted_params
 
 # A DP-SGD canary's norm in units of max_grad_norm: a logistic gradient with
 # a misclassified label (|p - y| >= 1/2) then has norm >= 2 C and is clipped.
 _DPSGD_CANARY_SCALE = 4.0
+# The two-point canary's mixing ``a`` (its weight on the fitted direction) is
+# chosen on this grid of [-1, 1] by exact refits, then refined between the
+# best point's neighbours to this absolute tolerance.
+_MIXING_GRID = 11
+_MIXING_XTOL = 1e-2
+# Newton's options for the refits that choose the canary (a full step below
+# tol leaves an error of order tol^2: only their distances are read).
+_NEWTON_TOL, _NEWTON_MAX_ITER = 1e-8, 200
 
 
 def _canary_norm(params, X_free):
@@ -52,6 +65,96 @@ def _flipped_label(estimator, x_row, label):
     return others[int(np.argmin(proba[keep]))]
 
 
+def _logistic_problem(estimator, params):
+    """The :class:`GLMProblem` (without data) of an output-perturbed binary
+    logistic GLM with ``data_norm``, or None for any other estimator."""
+    if not (
+        is_classifier(estimator)
+        and hasattr(estimator, "lam_")
+        and hasattr(estimator, "penalize_intercept_")
+        and params.get("data_norm") is not None
+        and len(getattr(estimator, "classes_", ())) == 2
+    ):
+        return None
+    return GLMProblem(
+        "logistic",
+        float(estimator.lam_),
+        bool(params.get("fit_intercept", False)),
+        bool(estimator.penalize_intercept_),
+    )
+
+
+def _minimiser(problem, row, label, w0):
+    """The exact minimiser on ``problem``'s data with row 0 set to ``row, label``."""
+    X, y = problem.X.copy(), problem.y.copy()
+    X[0], y[0] = row, label
+    fitted = replace(problem, X=X, y=y)
+    return newton(fitted, _NEWTON_TOL, _NEWTON_MAX_ITER, w0=w0)[0]
+
+
+def _distance(problem, pair, w0):
+    """``||w*(D) - w*(D')||`` of the data sets with row 0 set to each of ``pair``."""
+    (x0, y0), (x1, y1) = pair
+    moved = _minimiser(problem, x0, y0, w0) - _minimiser(problem, x1, y1, w0)
+    return float(np.linalg.norm(moved))
+
+
+def _misclassified(problem, w, row):
+    """The 0/1 label that the weights ``w`` get wrong on ``row``."""
+    return 0.0 if problem.margin(w, row[None, :])[0] > 0 else 1.0
+
+
+def _two_point(problem, w, base, free, radius, v, u, a):
+    """The pair ``R (a v + b u)``, ``R (a v - b u)`` (``b = sqrt(1 - a^2)``) on
+    the free columns of ``base``, both labelled as ``w`` misclassifies the
+    first."""
+    b = np.sqrt(max(0.0, 1.0 - a * a))
+    x0, x1 = base.copy(), base.copy()
+    x0[free] = radius * (a * v + b * u)
+    x1[free] = radius * (a * v - b * u)
+    label = _misclassified(problem, w, x0)
+    return (x0, label), (x1, label)
+
+
+def _logistic_canary(problem, base, free, radius, u):
+    """The canary pair ``((x, y), (x', y'))`` of a binary logistic GLM, labels
+    0/1: of the two-point pairs and the flipped label at ``R u``, the one whose
+    exact minimisers lie farthest apart.
+
+    ``problem`` holds the rows as fitted, ``base`` the row whose one-hot
+    columns the canary keeps, ``radius`` the free columns' norm budget and
+    ``u`` the least-varied direction of the free columns.
+    """
+    w = newton(problem, _NEWTON_TOL, _NEWTON_MAX_ITER)[0]
+    flipped = base.copy()
+    flipped[free] = radius * u
+    label = 1.0 - _misclassified(problem, w, flipped)  # the one predicted
+    pair = ((flipped, label), (flipped, 1.0 - label))
+    farthest = (_distance(problem, pair, w), pair)
+    w_free = w[free]
+    v = w_free / max(np.linalg.norm(w_free), np.finfo(np.float64).tiny)
+    u_perp = u - (u @ v) * v  # a direction the fitted weights do not use
+    if np.linalg.norm(u_perp) <= 1e-8 or not np.linalg.norm(w_free) > 0:
+        return farthest[1]
+    u_perp /= np.linalg.norm(u_perp)
+
+    def candidate(a):
+        pair = _two_point(problem, w, base, free, radius, v, u_perp, a)
+        return _distance(problem, pair, w), pair
+
+    grid = np.linspace(-1.0, 1.0, _MIXING_GRID)
+    on_grid = [candidate(a) for a in grid]
+    i = int(np.argmax([distance for distance, _ in on_grid]))
+    refined = minimize_scalar(
+        lambda a: -candidate(a)[0],
+        bounds=(grid[max(i - 1, 0)], grid[min(i + 1, grid.size - 1)]),
+        method="bounded",
+        options={"xatol": _MIXING_XTOL},
+    )
+    found = [farthest, on_grid[i], candidate(refined.x)]
+    return max(found, key=lambda c: c[0])[1]
+
+
 def _canary_labels(estimator, row, params, label):
     """``(label, other, opposite)``: the canary's label in the first and the
     second data set, and whether its free features are negated in the second.
@@ -65,7 +168,43 @@ def _canary_labels(estimator, row, params, label):
     return float(bound), -float(bound), False  # the same features
 
 
-def canary_neighbours(estimator, X, y):
+def _check_weights(sample_weight, n_samples):
+    """``sample_weight`` as float64 scaled to a largest weight 1, or None."""
+    if sample_weight is None:
+        return None
+    omega = np.asarray(sample_weight, dtype=np.float64)
+    if omega.shape != (n_samples,):
+        raise ValueError(
+            f"sample_weight must have shape ({n_samples},), one weight per row "
+            f"of X; got shape {omega.shape}."
+        )
+    if not (np.all(np.isfinite(omega)) and omega.min() >= 0 and omega.max() > 0):
+        raise ValueError(
+            "sample_weight must be finite and non-negative, with a positive entry."
+        )
+    return omega / omega.max()
+
+
+def _logistic_neighbours(estimator, problem, X, y, exempt, free, u, sample_weight):
+    """Rows ``(x, label)`` and ``(x', label')`` of the canary of a binary
+    logistic GLM: :func:`_logistic_canary` on the rows as fitted."""
+    data_norm = float(fitted_params(estimator)["data_norm"])
+    omega = np.ones(X.shape[0]) if sample_weight is None else sample_weight
+    classes = np.asarray(estimator.classes_)
+    fitted = replace(
+        problem,
+        X=clip_rows(X, data_norm, exempt)[0],
+        y=(y == classes[1]).astype(np.float64),
+        omega=omega,
+    )
+    # the budget clip_rows leaves the free columns beside the one-hot ones
+    radius = np.sqrt(max(data_norm**2 - float(X[0, exempt] @ X[0, exempt]), 0.0))
+    with small_work(*X.shape):  # many small refits: one thread each
+        pair = _logistic_canary(fitted, X[0], free, radius, u)
+    return [(row, classes[int(code)]) for row, code in pair]
+
+
+def canary_neighbours(estimator, X, y, *, sample_weight=None):
     """Two neighbouring data sets, built from X and y with a worst-case canary.
 
     The relation is the one the fitted estimator's ``guarantee_`` states.
@@ -76,8 +215,24 @@ def canary_neighbours(estimator, X, y):
     max_grad_norm`` and the largest row norm, so that a misclassified
     canary's gradient is clipped; otherwise the largest row norm of ``X``.
 
-    * ``"replace_one"``: row 0 of ``X`` replaced by the canary in both. A
-      classifier's canary has its predicted label in the first and the least
+    * ``"replace_one"``: row 0 of ``X`` replaced by the canary in both.
+      An output-perturbed binary logistic regression
+      (:class:`~sklearn_fil.OutputPerturbedLogisticRegression` with
+      ``data_norm``) gets the two-point canary: ``x = R (a v + b u)`` in the
+      first and ``x' = R (a v - b u)`` in the second, ``b = sqrt(1 - a^2)``,
+      ``v`` the direction of the exact minimiser's weights on the free
+      columns, ``u`` the least-varied direction made orthogonal to ``v``,
+      ``R`` the norm ``data_norm`` leaves beside the one-hot columns, both
+      labelled as the minimiser misclassifies ``x``; ``a`` in ``[-1, 1]``
+      maximises the distance between the two data sets' exact minimisers
+      (refits by Newton's method on the rows as fitted, with
+      ``sample_weight``: a grid of 11 values, then Brent's method). When the
+      other rows do not span ``u`` and misclassify the canary strongly (large
+      ``R ||w||``: many rows, a small ``lam``), the minimisers differ by
+      nearly the certified ``2 L / (n lam)``; on few rows by about half of
+      it, near what any pair reaches. The flipped label at ``R u`` (below)
+      is kept where its minimisers lie farther apart. Any other classifier's
+      canary has its predicted label in the first and the least
       probable other label in the second. A regressor with a
       ``label_bound`` ``B`` has the labels ``B`` in the first and ``-B`` in
       the second, the same features, ``u`` signed to point away from the
@@ -101,6 +256,10 @@ def canary_neighbours(estimator, X, y):
         Data; a DataFrame keeps its columns.
     y : array-like of shape (n_samples,)
         Targets.
+    sample_weight : array-like of shape (n_samples,), default=None
+        The fit's (public) example weights, for the refits that choose the
+        two-point canary; None: uniform. The canary replaces row 0: give it
+        the largest weight for the largest sensitivity.
 
     Returns
     -------
@@ -121,13 +280,20 @@ def canary_neighbours(estimator, X, y):
     >>> rng = np.random.default_rng(0)
     >>> X = rng.normal(scale=0.3, size=(20, 2))
     >>> y = (X[:, 0] > 0).astype(int)
+    >>> X = np.column_stack([X, np.zeros(20)])  # a column no row uses
     >>> clf = OutputPerturbedLogisticRegression(
     ...     sigma=1.0, lam=0.1, fit_intercept=False, data_norm=1.0, delta=0.01,
     ...     random_state=0).fit(X, y)
     >>> X0, y0, X1, y1 = canary_neighbours(clf, X, y)
-    >>> round(float(np.linalg.norm(X1[0])), 6), bool(y0[0] != y1[0])
-    (1.0, True)
-    >>> bool((X0[1:] == X[1:]).all() and (X1 == X0).all())
+    >>> bool((X0[1:] == X[1:]).all() and (X1[1:] == X[1:]).all())
+    True
+
+    The two canaries: at ``data_norm``, one label, opposite along the free
+    column.
+
+    >>> [round(float(np.linalg.norm(x)), 6) for x in (X0[0], X1[0])]
+    [1.0, 1.0]
+    >>> bool(y0[0] == y1[0] and X0[0, 2] == -X1[0, 2] != 0)
     True
 
     Ridge regression with bounded labels: the same row, the labels at the
@@ -158,6 +324,7 @@ def canary_neighbours(estimator, X, y):
     X_arr = check_array(X, dtype=np.float64, copy=True)
     y_arr = np.array(y, copy=True)
     check_consistent_length(X_arr, y_arr)
+    sample_weight = _check_weights(sample_weight, X_arr.shape[0])
     # the fit's parameters, with the groups onehot_groups="auto" found
     params = fitted_params(estimator)
     groups = onehot_columns(params.get("onehot_groups"), columns, X_arr.shape[1])
@@ -169,16 +336,27 @@ def canary_neighbours(estimator, X, y):
         y_arr = y_arr.astype(np.float64)  # labels at +-label_bound
         if u @ X_arr[:, free].mean(axis=0) > 0:
             u = -u  # away from the mean row
-    radius = _canary_norm(params, X_arr[:, free])
-    canary = X_arr[0].copy()
-    canary[free] = radius * u
 
     def frame(A):
         return A if columns is None else pd.DataFrame(A, columns=columns)
 
+    relation = guarantee.neighboring_relation
+    problem = _logistic_problem(estimator, params)
+    if problem is not None and free.size and relation == "replace_one":
+        pair = _logistic_neighbours(
+            estimator, problem, X_arr, y_arr, exempt, free, u, sample_weight
+        )
+        (X_arr[0], label), (x1, other) = pair
+        X1, y0, y1 = X_arr.copy(), y_arr.copy(), y_arr.copy()
+        X1[0], y0[0], y1[0] = x1, label, other
+        return frame(X_arr), y0, frame(X1), y1
+    radius = _canary_norm(params, X_arr[:, free])
+    canary = X_arr[0].copy()
+    canary[free] = radius * u
+
     row = frame(canary[None, :])
     label, other, opposite = _canary_labels(estimator, row, params, y_arr[0])
-    if guarantee.neighboring_relation == "add_remove":
+    if relation == "add_remove":
         X1 = np.vstack([X_arr, canary])
         return frame(X_arr), y_arr, frame(X1), np.append(y_arr, other)
     X_arr[0] = canary

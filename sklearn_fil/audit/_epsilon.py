@@ -4,16 +4,15 @@
 # SPDX-License-Identifier: BSD-3-Clause
 
 import warnings
+from functools import partial
 from numbers import Integral, Real
 from typing import ClassVar
 
 import numpy as np
 import pandas as pd
 from joblib import Parallel, delayed, effective_n_jobs
-from scipy import stats
 from sklearn.base import BaseEstimator, MetaEstimatorMixin, clone
 from sklearn.covariance import ledoit_wolf
-from sklearn.metrics import roc_curve
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import HasMethods
 from sklearn.utils.validation import check_array, check_consistent_length
@@ -22,9 +21,19 @@ from sklearn_fil.audit._canaries import canary_neighbours
 from sklearn_fil.audit._pipeline import (
     audited_parts,
     check_extra_rows,
+    check_guaranteed_final,
     checked_weight_names,
     progress,
     through_prefix,
+)
+from sklearn_fil.audit._scores import (  # noqa: F401 (the tests import them here)
+    _choose_test,
+    _clopper_pearson_upper,
+    _epsilon_bound,
+    _equal_error_threshold,
+    clopper_pearson_epsilon,
+    detectable_multiple,
+    gdp_epsilon,
 )
 from sklearn_fil.utils._baseline import utility_warnings_ignored
 from sklearn_fil.utils._fitted import fit_or_clear, unread_report_params
@@ -50,32 +59,6 @@ def _seed_sequence(random_state):
         return np.random.SeedSequence(int(random_state))
     rng = check_random_state(random_state)
     return np.random.SeedSequence(int(rng.randint(np.iinfo(np.int32).max)))
-
-
-def _clopper_pearson_upper(k, n, alpha):
-    """One-sided Clopper-Pearson upper confidence bound of a binomial rate.
-
-    With ``k`` successes in ``n`` trials the rate is at most the returned
-    bound (one per ``k``) with probability at least ``1 - alpha``, exactly:
-    the ``1 - alpha`` quantile of ``Beta(k + 1, n - k)``, and 1 when ``k = n``.
-
-    >>> from sklearn_fil.audit._epsilon import _clopper_pearson_upper
-    >>> round(_clopper_pearson_upper(0, 100, 0.05), 4)  # 1 - 0.05**(1/100)
-    0.0295
-    """
-    k = np.asarray(k, dtype=np.float64)
-    upper = stats.beta.ppf(1.0 - alpha, k + 1.0, np.maximum(n - k, 1.0))
-    upper = np.where(k >= n, 1.0, upper)
-    return float(upper) if upper.ndim == 0 else upper
-
-
-def _epsilon_bound(fnr, fpr, delta):
-    """``log((1 - delta - fnr) / fpr)``: -inf where the numerator is <= 0."""
-    fnr, fpr = np.asarray(fnr, dtype=np.float64), np.asarray(fpr, dtype=np.float64)
-    top = 1.0 - delta - fnr
-    with np.errstate(divide="ignore", invalid="ignore"):
-        eps = np.log(np.where(top > 0, top, 1.0)) - np.log(fpr)
-    return np.where(top > 0, eps, -np.inf)
 
 
 def _check_neighbours(X0, y0, X1, y1, relation):
@@ -110,18 +93,6 @@ def _check_neighbours(X0, y0, X1, y1, relation):
         raise ValueError(
             "Under add/remove the larger data set must be the smaller one with "
             "one row inserted (in order); X_neighbour, y_neighbour are not."
-        )
-
-
-def _check_final(final):
-    """Raise unless a Pipeline's final step is a model EpsilonAudit can audit."""
-    ours = any(c.__module__.split(".")[0] == "sklearn_fil" for c in type(final).__mro__)
-    if not ours or not hasattr(final, "fit"):
-        raise TypeError(
-            "EpsilonAudit audits a Pipeline whose final step is a sklearn-fil "
-            "estimator that reports a guarantee (e.g. "
-            "OutputPerturbedLogisticRegression with data_norm, DPSGDClassifier); "
-            f"the final step is {type(final).__name__}."
         )
 
 
@@ -187,38 +158,6 @@ def _statistic(W0, W1):
     return direction
 
 
-def _choose_test(s0, s1, delta, alpha):
-    """Orientation and threshold with the best lower bound on these scores.
-
-    Either data set may be the one accused by ``sign * score >= threshold``;
-    every threshold of both ROC curves is scored by the lower bound its
-    counts would give, so the choice favours tests whose rates are not
-    merely small but certifiably small. Each count gets one more error: a
-    threshold beyond the last release of the other data set has no error
-    here but some on fresh releases, and the plain counts would overrate it.
-    """
-    best = (-np.inf, 1.0, np.inf)
-    truth = np.r_[np.zeros(s0.size, dtype=bool), np.ones(s1.size, dtype=bool)]
-    scores = np.r_[s0, s1]
-    for sign, positive in ((1.0, truth), (-1.0, ~truth)):
-        fpr, tpr, thresholds = roc_curve(
-            positive, sign * scores, drop_intermediate=False
-        )
-        m_pos, m_neg = int(positive.sum()), int((~positive).sum())
-        fn = np.minimum(np.rint((1.0 - tpr) * m_pos) + 1.0, m_pos)
-        fp = np.minimum(np.rint(fpr * m_neg) + 1.0, m_neg)
-        eps = _epsilon_bound(
-            _clopper_pearson_upper(fn, m_pos, alpha),
-            _clopper_pearson_upper(fp, m_neg, alpha),
-            delta,
-        )
-        eps[~np.isfinite(thresholds)] = -np.inf
-        i = int(np.argmax(eps))
-        if eps[i] > best[0]:
-            best = (float(eps[i]), sign, float(thresholds[i]))
-    return best[1], best[2]
-
-
 class EpsilonAudit(MetaEstimatorMixin, BaseEstimator):
     """Audit a reported ε: a lower bound on the ε a mechanism really has.
 
@@ -238,9 +177,23 @@ class EpsilonAudit(MetaEstimatorMixin, BaseEstimator):
     probability at least ``confidence``: a claimed ε below it is refuted. A
     bound below the claim only says that this test found no violation; with
     no error among ``m = n_releases / 2`` held-out releases it is ``log((1 -
-    δ) / (1 - ((1 - confidence) / 2)^(1/m)))``, about 4.9 for
-    ``n_releases=1000``. The data sets are ``X, y`` and ``X_neighbour,
-    y_neighbour`` when given, else the pair :func:`canary_neighbours` builds.
+    δ - u) / u)``, ``u = 1 - ((1 - confidence) / 2)^(1/m)``, about 4.9 for
+    ``n_releases=1000``. ``power_multiple_`` says what the audit could have
+    seen: the smallest multiple of the claim it refutes more often than not
+    (:func:`detectable_multiple`), so that a bound of 0 never stands alone.
+    The data sets are ``X, y`` and ``X_neighbour, y_neighbour`` when given,
+    else the pair :func:`canary_neighbours` builds.
+
+    Beside it, ``epsilon_lower_gdp_`` is the Gaussian-DP bound of Nasr et
+    al. (2023) (:func:`gdp_epsilon`): ``mu_lower_``, a lower bound on μ of
+    Gaussian DP at ``confidence`` from the threshold of equal error rates on
+    the first half, converted to ε at ``delta_``. It is a lower bound on ε
+    only if the mechanism's trade-off curve is Gaussian: exact for Gaussian
+    output perturbation (the output-perturbed GLMs; the statistic is linear
+    in the released weights), an assumption for DP-SGD (Poisson subsampling
+    and composition make it only near Gaussian). Where that holds it is
+    usually the tighter, by most at small δ; ``consistent_`` rests on
+    ``epsilon_lower_`` alone.
 
     Probe fits on each data set run first, in this process, so that their
     errors and warnings surface before the releases; ``guarantee_`` comes
@@ -286,6 +239,26 @@ class EpsilonAudit(MetaEstimatorMixin, BaseEstimator):
         error rates estimated as ``(k + 1/2) / (m + 1)``; at least 0.
     consistent_ : bool
         Whether ``epsilon_lower_ <= epsilon_claimed_``.
+    mu_lower_ : float
+        Lower bound on μ of Gaussian DP, valid with probability
+        ``confidence`` for any μ-GDP mechanism; at least 0. NaN when
+        ``delta_`` is 0 (here and in the next three).
+    mu_estimate_ : float
+        Point estimate (not a bound) of μ: ``sqrt(2) Φ⁻¹(AUC)`` of the
+        held-out scores.
+    epsilon_lower_gdp_ : float
+        ε at ``delta_`` of ``mu_lower_``: a lower bound on ε only if the
+        mechanism's trade-off curve is Gaussian (see above).
+    threshold_gdp_ : float
+        The threshold of the statistic that ``mu_lower_`` counts errors at
+        (the test accuses ``positive_``, as for ``threshold_``).
+    power_multiple_ : float
+        The smallest ``k`` such that a Gaussian mechanism whose ε at
+        ``delta_`` is ``k * epsilon_claimed_``, audited with a canary at its
+        sensitivity and the likelihood-ratio test, would have
+        ``epsilon_lower_ > epsilon_claimed_`` with probability at least 1/2
+        at these releases (:func:`detectable_multiple`); ``inf`` when no
+        multiple would be; NaN when ``delta_`` or ``epsilon_claimed_`` is 0.
     direction_ : ndarray of shape (n_weights,)
         Weights of the linear statistic over the flattened release (all
         weights, then all biases); high values accuse ``positive_``.
@@ -299,12 +272,14 @@ class EpsilonAudit(MetaEstimatorMixin, BaseEstimator):
         One row, indexed by the estimator's class name: ``epsilon_claimed``,
         ``delta``, ``neighboring_relation``, ``epsilon_lower``,
         ``epsilon_estimate``, the held-out rates ``fpr``, ``fnr`` and their
-        bounds ``fpr_upper``, ``fnr_upper``, ``n_releases``, ``confidence``
-        and ``consistent``.
+        bounds ``fpr_upper``, ``fnr_upper``, ``n_releases``, ``confidence``,
+        ``consistent``, ``epsilon_lower_gdp``, ``mu_lower``, ``mu_estimate``
+        and ``power_multiple``.
 
     See Also
     --------
     canary_neighbours : The worst-case pair of data sets audited by default.
+    clopper_pearson_epsilon, gdp_epsilon : The bounds, on any scores.
     IntrinsicPrivacyAudit : Privacy from the randomness of SGD alone.
 
     Notes
@@ -324,6 +299,9 @@ class EpsilonAudit(MetaEstimatorMixin, BaseEstimator):
     Nasr, Song, Thakurta, Papernot & Carlini (2021), *Adversary
     instantiation: lower bounds for differentially private machine
     learning*, IEEE S&P.
+    Nasr, Hayes, Steinke, Balle, Tramèr, Jagielski, Carlini & Terzis (2023),
+    *Tight auditing of differentially private machine learning*, USENIX
+    Security.
 
     Examples
     --------
@@ -337,6 +315,8 @@ class EpsilonAudit(MetaEstimatorMixin, BaseEstimator):
     ...     sigma=0.7, lam=0.1, fit_intercept=False, data_norm=1.0, delta=0.04)
     >>> audit = EpsilonAudit(clf, n_releases=200, random_state=0).fit(X, y)
     >>> audit.epsilon_lower_ <= audit.epsilon_claimed_
+    True
+    >>> bool(audit.power_multiple_ > 1)  # what 100 held-out releases can see
     True
     >>> list(audit.audit_report_.columns[:5])
     ['epsilon_claimed', 'delta', 'neighboring_relation', 'epsilon_lower', \
@@ -413,7 +393,7 @@ n_features), default=None
         prefix, estimator = audited_parts(
             self.estimator,
             "EpsilonAudit",
-            _check_final,
+            partial(check_guaranteed_final, caller="EpsilonAudit"),
             "the audit draws the randomness of every release through it",
         )
         # only the releases' weights are read: skip the report's extra columns
@@ -440,7 +420,9 @@ n_features), default=None
         names = checked_weight_names(probe, "released weights")
         relation = guarantee.neighboring_relation
         if neighbour is None:
-            X0, y0, X1, y1 = canary_neighbours(probe, X, y)
+            X0, y0, X1, y1 = canary_neighbours(
+                probe, X, y, sample_weight=fit_params.get("sample_weight")
+            )
         else:
             _check_neighbours(X_arr, y_arr, *neighbour, relation)
             X0, y0, X1, y1 = X, y, X_neighbour, y_neighbour
@@ -484,7 +466,7 @@ n_features), default=None
         return self
 
     def _estimate(self, W0, W1, relation, name):
-        """The test on the first halves, its bound on the second."""
+        """The test on the first halves, its bounds on the second."""
         n = self.n_releases
         half = n // 2
         alpha = (1.0 - self.confidence) / 2.0
@@ -496,26 +478,26 @@ n_features), default=None
         direction = sign * direction
         s0, s1 = W0[half:] @ direction, W1[half:] @ direction
         # sign +1 accuses the neighbour, -1 the original data set
-        accused, other = (s1, s0) if sign > 0 else (s0, s1)
-        m = n - half
-        fn = int(np.sum(accused < threshold))
-        fp = int(np.sum(other >= threshold))
-        fnr_upper = _clopper_pearson_upper(fn, m, alpha)
-        fpr_upper = _clopper_pearson_upper(fp, m, alpha)
-        lower = float(_epsilon_bound(fnr_upper, fpr_upper, delta))
-        estimate = float(
-            _epsilon_bound((fn + 0.5) / (m + 1.0), (fp + 0.5) / (m + 1.0), delta)
+        other, accused = (s0, s1) if sign > 0 else (s1, s0)
+        cp = clopper_pearson_epsilon(
+            other,
+            accused,
+            delta=delta,
+            threshold=threshold,
+            confidence=self.confidence,
         )
-        self.epsilon_lower_ = max(0.0, lower)
-        self.epsilon_estimate_ = max(0.0, estimate)
+        self.epsilon_lower_ = cp.epsilon_lower
+        self.epsilon_estimate_ = cp.epsilon_estimate
         self.consistent_ = bool(self.epsilon_lower_ <= self.epsilon_claimed_)
         self.direction_ = direction
         self.threshold_ = threshold
         self.positive_ = _DATA_SETS[1] if sign > 0 else _DATA_SETS[0]
         self.scores_ = pd.DataFrame(
             {_DATA_SETS[0]: s0, _DATA_SETS[1]: s1},
-            index=pd.RangeIndex(m, name="release"),
+            index=pd.RangeIndex(n - half, name="release"),
         )
+        self._gdp_and_power(W0[:half] @ direction, W1[:half] @ direction, sign)
+        errors = cp.errors
         self.audit_report_ = pd.DataFrame(
             {
                 "epsilon_claimed": [self.epsilon_claimed_],
@@ -523,16 +505,51 @@ n_features), default=None
                 "neighboring_relation": [relation],
                 "epsilon_lower": [self.epsilon_lower_],
                 "epsilon_estimate": [self.epsilon_estimate_],
-                "fpr": [fp / m],
-                "fnr": [fn / m],
-                "fpr_upper": [fpr_upper],
-                "fnr_upper": [fnr_upper],
+                "fpr": [errors.fpr],
+                "fnr": [errors.fnr],
+                "fpr_upper": [errors.fpr_upper],
+                "fnr_upper": [errors.fnr_upper],
                 "n_releases": [n],
                 "confidence": [float(self.confidence)],
                 "consistent": [self.consistent_],
+                "epsilon_lower_gdp": [self.epsilon_lower_gdp_],
+                "mu_lower": [self.mu_lower_],
+                "mu_estimate": [self.mu_estimate_],
+                "power_multiple": [self.power_multiple_],
             },
             index=pd.Index([name], name="estimator"),
         )
+
+    def _gdp_and_power(self, c0, c1, sign):
+        """The GDP bound (threshold from the selection scores ``c0, c1``) and
+        the power; NaN where the claim's δ is 0 (no Gaussian reference)."""
+        delta, claim = self.delta_, self.epsilon_claimed_
+        self.mu_lower_ = self.mu_estimate_ = self.epsilon_lower_gdp_ = np.nan
+        self.threshold_gdp_ = self.power_multiple_ = np.nan
+        if not 0.0 < delta < 1.0:
+            return
+        s0, s1 = self.scores_[_DATA_SETS[0]], self.scores_[_DATA_SETS[1]]
+        (c_other, c_accused), (other, accused) = (
+            ((c0, c1), (s0, s1)) if sign > 0 else ((c1, c0), (s1, s0))
+        )
+        threshold = _equal_error_threshold(c_other, c_accused)
+        gdp = gdp_epsilon(
+            other.to_numpy(),
+            accused.to_numpy(),
+            delta=delta,
+            threshold=threshold,
+            confidence=self.confidence,
+        )
+        self.mu_lower_, self.mu_estimate_ = gdp.mu_lower, gdp.mu_estimate
+        self.epsilon_lower_gdp_ = gdp.epsilon_lower
+        self.threshold_gdp_ = threshold
+        if 0.0 < claim < np.inf:
+            self.power_multiple_ = detectable_multiple(
+                claim,
+                delta=delta,
+                n_scores=len(s0),
+                confidence=self.confidence,
+            )
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

@@ -25,6 +25,19 @@ from sklearn_fil.utils._pipeline import split_pipeline, transform_dense
 from sklearn_fil.utils._weights import weight_names
 
 
+def check_guaranteed_final(final, caller):
+    """Raise unless a Pipeline's final step is a sklearn-fil estimator that
+    ``caller``, an audit of a reported guarantee, can fit."""
+    ours = any(c.__module__.split(".")[0] == "sklearn_fil" for c in type(final).__mro__)
+    if not ours or not hasattr(final, "fit"):
+        raise TypeError(
+            f"{caller} audits a Pipeline whose final step is a sklearn-fil "
+            "estimator that reports a guarantee (e.g. "
+            "OutputPerturbedLogisticRegression with data_norm, DPSGDClassifier); "
+            f"the final step is {type(final).__name__}."
+        )
+
+
 def audited_parts(estimator, caller, check_final, seed_use):
     """``(prefix, final)``: the frozen prefix (None without a Pipeline) and model.
 
