@@ -1,7 +1,7 @@
 """
-=====================================================================
+========================================================================
 LiRA with shadow models: a non-private MLP and an ε = 1 model on Adult
-=====================================================================
+========================================================================
 
 The loss-threshold attack judges every row by one threshold on its loss. Some
 rows are hard (their loss is high whether or not they were trained on), others
