@@ -149,7 +149,8 @@ def main(argv=None):
         "- Problem: `make_classification(1000, 20)` standardised; "
         "`OutputPerturbedLogisticRegression(target_epsilon=1, lam=0.05, "
         f"data_norm=4.5)`; `EpsilonAudit(n_releases={args.releases})`, serial, "
-        "after 3 warm-up fits; one fit: median of 11 (its report included), "
+        "after 3 warm-up fits; one fit: median of 11 (the report not read: "
+        "since 2566548 its exact columns wait for that), "
         "beside scikit-learn's `LogisticRegression().fit` on the same rows\n",
         "| tree | audit, s | one fit, ms | default fit, ms | default fit + "
         "report read, ms | sklearn fit, ms | ε lower bound | claim |",
