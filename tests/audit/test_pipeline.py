@@ -88,9 +88,13 @@ def test_canary_of_onehot_groups_found_by_auto(compas_pipeline):
     groups = pipe[-1].release().get_params()["onehot_groups"]
     onehot = np.concatenate([np.asarray(cols) for cols in groups.values()])
     free = np.setdiff1d(np.arange(Xt.shape[1]), onehot)
-    # the canary keeps row 0's levels and puts its free features at data_norm
+    # the canary keeps row 0's levels and puts its free features at the norm
+    # data_norm leaves beside them: each group's level adds 1 to the squared norm
     np.testing.assert_array_equal(X0[0, onehot], Xt[0, onehot])
-    np.testing.assert_allclose(np.linalg.norm(X0[0, free]), 3.0, rtol=1e-12)
+    np.testing.assert_allclose(
+        np.linalg.norm(X0[0, free]), np.sqrt(3.0**2 - len(groups)), rtol=1e-12
+    )
+    assert np.linalg.norm(X0[0]) == pytest.approx(3.0, rel=1e-12)
     np.testing.assert_array_equal(X0[1:], Xt[1:])
     with pytest.raises(TypeError, match=r"pipe\[-1\]"):
         canary_neighbours(pipe, X, y)
