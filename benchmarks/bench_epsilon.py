@@ -34,14 +34,13 @@ import datetime
 import importlib.util
 import os
 import platform
-import subprocess
 import sys
 import time
 from pathlib import Path
 
 import numba
 import numpy as np
-from _machine import cpu_name
+from _machine import cpu_name, git_version
 
 from sklearn_fil.accounting import default_delta, per_instance_gaussian_epsilon
 
@@ -128,19 +127,6 @@ def cases(quick):
             yield "lognormal", mu, float(n) ** -1.1
 
 
-def version():
-    try:
-        return subprocess.run(
-            ["git", "rev-parse", "--short", "HEAD"],
-            capture_output=True,
-            text=True,
-            check=True,
-            cwd=HERE,
-        ).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
-
-
 def secs(t):
     return f"{t * 1e3:.3g} ms" if t < 1 else f"{t:.3g} s"
 
@@ -151,7 +137,7 @@ def write_markdown(path, rows, command, started, load0):
         "# Per-instance ε of the Gaussian mechanism: numba kernel against NumPy\n",
         f"- Date: {started}",
         f"- Command: `{command}`",
-        f"- sklearn-fil version: git {version()}",
+        f"- sklearn-fil version: git {git_version(HERE)}",
         f"- CPU: {cpu_name()}, {os.cpu_count()} logical; numba {numba.__version__}"
         f" ({numba.config.NUMBA_NUM_THREADS} threads available)",
         f"- Python {platform.python_version()}, NumPy {np.__version__}",
