@@ -20,6 +20,7 @@ from sklearn_fil.accounting._dpsgd import (
     fil_subsampling_factor,
     gelu_clip_max_norm,
 )
+from sklearn_fil.accounting._events import dp_event_epsilon, scale_dp_event
 from sklearn_fil.accounting._gaussian import (
     gaussian_delta,
     gaussian_epsilon,
@@ -43,6 +44,7 @@ __all__ = [
     "PrivacyBudget",
     "check_delta",
     "default_delta",
+    "dp_event_epsilon",
     "dpsgd_dp_event",
     "dpsgd_epsilon",
     "dpsgd_noise_multiplier",
@@ -61,5 +63,6 @@ __all__ = [
     "per_instance_gaussian_epsilon",
     "rero_bound",
     "rero_kappa",
+    "scale_dp_event",
     "within_budget",
 ]

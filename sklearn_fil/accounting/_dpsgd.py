@@ -270,8 +270,9 @@ def _gelu_clip_norm_slope_sign(u):
 
 
 @lru_cache(maxsize=1)
-def _gelu_unit_max():
-    """``max_{u >= 0} u / (GELU(u - 1) + 1)``, by a root of the derivative."""
+def _gelu_unit_peak():
+    """``(u*, max)``: the argmax and the maximum over ``u >= 0`` of ``u /
+    (GELU(u - 1) + 1)``, by a root of the derivative."""
     u_star = brentq(
         _gelu_clip_norm_slope_sign,
         *_GELU_BRACKET,
@@ -279,11 +280,14 @@ def _gelu_unit_max():
         rtol=4 * np.finfo(np.float64).eps,
         maxiter=200,
     )
-    return float(_gelu_clip_norm(u_star))
+    return float(u_star), float(_gelu_clip_norm(u_star))
 
 
-@validate_params({"max_grad_norm": [POSITIVE]}, prefer_skip_nested_validation=True)
-def gelu_clip_max_norm(max_grad_norm=1.0):
+@validate_params(
+    {"max_grad_norm": [POSITIVE], "return_raw_norm": ["boolean"]},
+    prefer_skip_nested_validation=True,
+)
+def gelu_clip_max_norm(max_grad_norm=1.0, *, return_raw_norm=False):
     """Largest norm of a gradient smoothed by GELU clipping.
 
     GELU clipping (Guo et al. 2022, section 6.2) rescales a gradient ``g`` to
@@ -295,11 +299,17 @@ def gelu_clip_max_norm(max_grad_norm=1.0):
     ----------
     max_grad_norm : float, default=1.0
         Clipping threshold ``C`` > 0.
+    return_raw_norm : bool, default=False
+        Also return the norm of the gradients that GELU clipping lets
+        through largest (what a worst-case canary's gradient should have).
 
     Returns
     -------
     max_norm : float
         ``C * max_{u >= 0} u / (GELU(u - 1) + 1)``, about ``1.1152 C``.
+    raw_norm : float
+        ``C u*``, ``u*`` the argmax, about ``1.549 C``; only with
+        ``return_raw_norm=True``.
 
     Notes
     -----
@@ -321,8 +331,12 @@ def gelu_clip_max_norm(max_grad_norm=1.0):
     1.115219
     >>> round(gelu_clip_max_norm(2.0), 6)
     2.230438
+    >>> [round(v, 4) for v in gelu_clip_max_norm(return_raw_norm=True)]
+    [1.1152, 1.5487]
     """
-    return float(max_grad_norm) * _gelu_unit_max()
+    u_star, peak = _gelu_unit_peak()
+    C = float(max_grad_norm)
+    return (C * peak, C * u_star) if return_raw_norm else C * peak
 
 
 @validate_params(

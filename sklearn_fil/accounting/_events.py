@@ -206,24 +206,30 @@ def smallest_noise(event):
     return min(values) if values else None
 
 
-def _map_gaussians(event, noise, error):
+def _map_gaussians(event, noise, error, sampled=False):
     """``event`` with every ``GaussianDpEvent(m)`` made ``GaussianDpEvent(noise(m))``.
 
-    Only plain Gaussians (composed or self-composed) can be rewritten; anything
-    else raises ``ValueError(error.format(that event))``.
+    Only plain Gaussians (composed or self-composed; with ``sampled``, also
+    Poisson-sampled) can be rewritten; anything else raises
+    ``ValueError(error.format(that event))``.
     """
     import dp_accounting
+
+    def inner(e):
+        return _map_gaussians(e, noise, error, sampled)
 
     if isinstance(event, dp_accounting.NoOpDpEvent):
         return event
     if isinstance(event, dp_accounting.GaussianDpEvent):
         return dp_accounting.GaussianDpEvent(noise(event.noise_multiplier))
     if isinstance(event, dp_accounting.SelfComposedDpEvent):
-        inner = _map_gaussians(event.event, noise, error)
-        return dp_accounting.SelfComposedDpEvent(inner, event.count)
+        return dp_accounting.SelfComposedDpEvent(inner(event.event), event.count)
     if isinstance(event, dp_accounting.ComposedDpEvent):
-        inner = [_map_gaussians(e, noise, error) for e in event.events]
-        return dp_accounting.ComposedDpEvent(inner)
+        return dp_accounting.ComposedDpEvent([inner(e) for e in event.events])
+    if sampled and isinstance(event, dp_accounting.PoissonSampledDpEvent):
+        return dp_accounting.PoissonSampledDpEvent(
+            event.sampling_probability, inner(event.event)
+        )
     raise ValueError(error.format(event))
 
 
@@ -248,3 +254,110 @@ def scale_gaussian_event(event, factor):
         lambda m: m / factor,
         "Not a composition of Gaussian mechanisms: {!r}.",
     )
+
+
+def scale_dp_event(event, factor):
+    """The same mechanism with its sensitivity multiplied by ``factor``.
+
+    Every ``GaussianDpEvent(m)`` becomes ``GaussianDpEvent(m / factor)``,
+    through composition and Poisson sampling: the event of the same
+    releases, steps and sampling with the per-example contribution (a
+    statistic's sensitivity, DP-SGD's clipping bound) ``factor`` times as
+    large. It is not the group-privacy event of ``factor`` examples under
+    Poisson sampling.
+
+    Parameters
+    ----------
+    event : dp_accounting.DpEvent
+        Made of Gaussian mechanisms, Poisson sampling and composition.
+    factor : float
+        The multiple of the sensitivity, > 0.
+
+    Returns
+    -------
+    event : dp_accounting.DpEvent
+        The scaled event.
+
+    Raises
+    ------
+    ValueError
+        When ``factor`` is not positive or the event holds another kind of
+        mechanism.
+
+    Examples
+    --------
+    >>> import dp_accounting
+    >>> from sklearn_fil.accounting import scale_dp_event
+    >>> step = dp_accounting.PoissonSampledDpEvent(
+    ...     0.01, dp_accounting.GaussianDpEvent(1.0))
+    >>> scale_dp_event(step, 2.0).event.noise_multiplier
+    0.5
+    """
+    factor = float(factor)
+    if not factor > 0.0:
+        raise ValueError(f"factor must be > 0; got {factor!r}.")
+    return _map_gaussians(
+        event,
+        lambda m: m / factor,
+        "The event must be made of Gaussian mechanisms, Poisson sampling and "
+        "composition (a sensitivity to scale); it holds {!r}.",
+        sampled=True,
+    )
+
+
+def dp_event_epsilon(event, delta, *, event_relation="add_remove"):
+    """ε at ``delta`` of a dp-accounting event, as sklearn-fil accounts it.
+
+    A composition of Gaussian mechanisms is one Gaussian mechanism (exact,
+    the analytic Gaussian ε; read at distance 2 under ``"replace_one"``, as
+    dp-accounting's PLD accountant reads it); any other event goes to that
+    accountant under ``event_relation``, on the grid sklearn-fil's DP-SGD
+    accounting uses (pessimistic: ε from above).
+
+    Parameters
+    ----------
+    event : dp_accounting.DpEvent
+        The mechanism, at unit distance (see the module's relations).
+    delta : float
+        In (0, 1).
+    event_relation : {"add_remove", "replace_one"}, default="add_remove"
+        The accounting relation the event is composed under (a
+        :class:`~sklearn_fil.accounting.Guarantee`'s ``event_relation``).
+
+    Returns
+    -------
+    epsilon : float
+        ε at ``delta``, ``inf`` when a mechanism has no noise.
+
+    Examples
+    --------
+    The event of DP-SGD has the ε of :func:`dpsgd_epsilon`:
+
+    >>> from sklearn_fil.accounting import (
+    ...     dp_event_epsilon, dpsgd_dp_event, dpsgd_epsilon)
+    >>> settings = dict(noise_multiplier=1.0, sample_rate=0.01, steps=100)
+    >>> event, relation = dpsgd_dp_event(**settings)
+    >>> epsilon = dp_event_epsilon(event, 1e-5, event_relation=relation)
+    >>> epsilon == dpsgd_epsilon(**settings, delta=1e-5, accountant="pld")
+    True
+    >>> round(epsilon, 2)
+    0.72
+    """
+    from sklearn_fil.accounting._gaussian import gaussian_epsilon
+
+    dp_relation(event_relation)  # validates it
+    if not 0.0 < delta < 1.0:
+        raise ValueError(f"delta must be in (0, 1); got {delta!r}.")
+    effective = gaussian_noise_multiplier(event)
+    if effective is not None:
+        if event_relation == "replace_one":
+            effective /= 2.0
+        if effective == 0.0:
+            return math.inf
+        if math.isinf(effective):
+            return 0.0
+        return gaussian_epsilon(sigma=effective, sensitivity=1.0, delta=delta)
+    accountant = make_accountant("pld", event_relation, smallest_noise(event))
+    with quiet_absl():
+        accountant.compose(event)
+        return max(0.0, float(accountant.get_epsilon(delta)))
