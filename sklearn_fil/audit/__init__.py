@@ -3,7 +3,8 @@
 :class:`EpsilonAudit` bounds from below the ε a mechanism really has, from many
 releases on two neighbouring data sets, and :class:`OneRunAudit` from one
 training run with many canaries; the estimators of ε from scores
-(:func:`clopper_pearson_epsilon`, :func:`gdp_epsilon`, :func:`fdp_test`) take
+(:func:`clopper_pearson_epsilon`, :func:`gdp_epsilon`, :func:`fdp_epsilon`,
+:func:`fdp_test`) take
 anyone's scores. :class:`IntrinsicPrivacyAudit` measures how far the seed of SGD
 moves the weights compared with one training example.
 """
@@ -17,11 +18,13 @@ from sklearn_fil.audit._intrinsic import IntrinsicPrivacyAudit
 from sklearn_fil.audit._one_run import OneRunAudit, one_run_epsilon_lower_bound
 from sklearn_fil.audit._scores import (
     EpsilonBound,
+    FDPBound,
     GDPBound,
     ThresholdErrors,
     TradeOffTest,
     clopper_pearson_epsilon,
     detectable_multiple,
+    fdp_epsilon,
     fdp_test,
     gdp_epsilon,
 )
@@ -29,6 +32,7 @@ from sklearn_fil.audit._scores import (
 __all__ = [
     "EpsilonAudit",
     "EpsilonBound",
+    "FDPBound",
     "GDPBound",
     "IntrinsicPrivacyAudit",
     "OneRunAudit",
@@ -37,6 +41,7 @@ __all__ = [
     "canary_neighbours",
     "clopper_pearson_epsilon",
     "detectable_multiple",
+    "fdp_epsilon",
     "fdp_test",
     "gdp_epsilon",
     "one_run_epsilon_lower_bound",

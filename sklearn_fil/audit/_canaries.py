@@ -13,7 +13,9 @@ from sklearn.pipeline import Pipeline
 from sklearn.utils.validation import check_array, check_consistent_length
 
 from sklearn_fil._glm import GLMProblem, newton
+from sklearn_fil._multinomial import MultinomialProblem, fit_multinomial
 from sklearn_fil._threads import small_work
+from sklearn_fil.accounting import gelu_clip_max_norm
 from sklearn_fil.utils._clipping import clip_rows, row_norms
 from sklearn_fil.utils._onehot import onehot_columns
 from sklearn_fil.utils._release import fitted_params
@@ -31,13 +33,36 @@ _MIXING_XTOL = 1e-2
 _NEWTON_TOL, _NEWTON_MAX_ITER = 1e-8, 200
 
 
-def _canary_norm(params, X_free):
+def _dpsgd_canary_norm(params, estimator, largest):
+    """The canary's norm for DP-SGD with clipping bound C.
+
+    GELU clipping of a binary logistic regression (no hidden layer): the
+    norm whose gradient at the zero initialisation, ``(p - y)(x, 1)`` with
+    ``|p - y| = 1/2`` for either label, has the raw norm that GELU clipping
+    lets through largest, ``u* C``: ``R = sqrt((2 u* C)^2 - 1)`` (0 when even
+    the intercept's part alone is larger). Otherwise the larger of ``4 C``
+    (a misclassified logistic gradient, ``|p - y| >= 1/2``, is clipped) and
+    the largest row norm.
+    """
+    C = float(params["max_grad_norm"])
+    binary = len(getattr(estimator, "classes_", ())) == 2
+    if (
+        params.get("clipping") == "gelu"
+        and binary
+        and not params.get("hidden_layer_sizes")
+    ):
+        raw = gelu_clip_max_norm(C, return_raw_norm=True)[1]
+        return float(np.sqrt(max((2.0 * raw) ** 2 - 1.0, 0.0)))
+    return max(_DPSGD_CANARY_SCALE * C, largest)
+
+
+def _canary_norm(params, X_free, estimator):
     """The norm of the canary's free features."""
     largest = float(np.max(row_norms(X_free), initial=0.0))
     if params.get("data_norm") is not None:
         return float(params["data_norm"])
     if params.get("max_grad_norm") is not None:
-        return max(_DPSGD_CANARY_SCALE * float(params["max_grad_norm"]), largest)
+        return _dpsgd_canary_norm(params, estimator, largest)
     return largest if largest > 0 else 1.0
 
 
@@ -66,30 +91,39 @@ def _flipped_label(estimator, x_row, label):
 
 
 def _logistic_problem(estimator, params):
-    """The :class:`GLMProblem` (without data) of an output-perturbed binary
-    logistic GLM with ``data_norm``, or None for any other estimator."""
+    """The problem (without data) of an output-perturbed logistic GLM with
+    ``data_norm``: a :class:`GLMProblem` for two classes, a
+    :class:`MultinomialProblem` for more; None for any other estimator."""
+    n_classes = len(getattr(estimator, "classes_", ()))
     if not (
         is_classifier(estimator)
         and hasattr(estimator, "lam_")
         and hasattr(estimator, "penalize_intercept_")
         and params.get("data_norm") is not None
-        and len(getattr(estimator, "classes_", ())) == 2
+        and n_classes >= 2
     ):
         return None
-    return GLMProblem(
-        "logistic",
-        float(estimator.lam_),
-        bool(params.get("fit_intercept", False)),
-        bool(estimator.penalize_intercept_),
-    )
+    lam, intercept = float(estimator.lam_), bool(params.get("fit_intercept", False))
+    penalised = bool(estimator.penalize_intercept_)
+    if n_classes > 2:
+        return MultinomialProblem(
+            None, None, None, n_classes, lam, intercept, penalised
+        )
+    return GLMProblem("logistic", lam, intercept, penalised)
+
+
+def _fit(problem, w0=None):
+    """The exact minimiser of ``problem`` (binary or multinomial)."""
+    if isinstance(problem, MultinomialProblem):
+        return fit_multinomial(problem, _NEWTON_TOL, _NEWTON_MAX_ITER, W0=w0)[0]
+    return newton(problem, _NEWTON_TOL, _NEWTON_MAX_ITER, w0=w0)[0]
 
 
 def _minimiser(problem, row, label, w0):
     """The exact minimiser on ``problem``'s data with row 0 set to ``row, label``."""
     X, y = problem.X.copy(), problem.y.copy()
     X[0], y[0] = row, label
-    fitted = replace(problem, X=X, y=y)
-    return newton(fitted, _NEWTON_TOL, _NEWTON_MAX_ITER, w0=w0)[0]
+    return _fit(replace(problem, X=X, y=y), w0)
 
 
 def _distance(problem, pair, w0):
@@ -125,7 +159,7 @@ def _logistic_canary(problem, base, free, radius, u):
     columns the canary keeps, ``radius`` the free columns' norm budget and
     ``u`` the least-varied direction of the free columns.
     """
-    w = newton(problem, _NEWTON_TOL, _NEWTON_MAX_ITER)[0]
+    w = _fit(problem)
     flipped = base.copy()
     flipped[free] = radius * u
     label = 1.0 - _misclassified(problem, w, flipped)  # the one predicted
@@ -142,6 +176,12 @@ def _logistic_canary(problem, base, free, radius, u):
         pair = _two_point(problem, w, base, free, radius, v, u_perp, a)
         return _distance(problem, pair, w), pair
 
+    return max([farthest, *_best_mixing(candidate)], key=lambda c: c[0])[1]
+
+
+def _best_mixing(candidate):
+    """The best of ``candidate(a) = (distance, pair)`` on the grid of ``a`` in
+    ``[-1, 1]``, and Brent's refinement between its neighbours: both."""
     grid = np.linspace(-1.0, 1.0, _MIXING_GRID)
     on_grid = [candidate(a) for a in grid]
     i = int(np.argmax([distance for distance, _ in on_grid]))
@@ -151,7 +191,68 @@ def _logistic_canary(problem, base, free, radius, u):
         method="bounded",
         options={"xatol": _MIXING_XTOL},
     )
-    found = [farthest, on_grid[i], candidate(refined.x)]
+    return [on_grid[i], candidate(refined.x)]
+
+
+def _unit_outside(u, V):
+    """``u`` without its part in the column span of ``V``, normalised; None
+    where nothing is left."""
+    basis = np.linalg.svd(V, full_matrices=False)[0]
+    basis = basis[:, : np.linalg.matrix_rank(V)]
+    rest = u - basis @ (basis.T @ u)
+    norm = float(np.linalg.norm(rest))
+    return rest / norm if norm > 1e-8 else None
+
+
+def _least_probable(problem, W, row):
+    """The class code that the weights ``W`` find least probable at ``row``."""
+    return int(np.argmin(_row_logits(problem, W, row)))
+
+
+def _row_logits(problem, W, row):
+    """The logits ``W x~`` of one row."""
+    return replace(problem, X=row[None, :]).logits(W)[0]
+
+
+def _multinomial_canary(problem, base, free, radius, u):
+    """The canary pair of a multinomial logistic GLM, labels class codes: of
+    the two-point pairs along each class's direction and the flipped label at
+    ``R u``, the one whose exact minimisers lie farthest apart.
+
+    The two-point pair ``R (a v_k + b u_k)``, ``R (a v_k - b u_k)`` has
+    ``v_k`` the direction of ``W_k - mean(W)`` on the free columns (along
+    which the fitted ``W`` favours class ``k`` most), ``u_k`` the
+    least-varied direction outside the span of ``W``'s rows there (else
+    orthogonal to ``v_k``), both labelled with the class ``W`` finds least
+    probable at the first. Arguments as :func:`_logistic_canary`'s.
+    """
+    W = _fit(problem)
+    flipped = base.copy()
+    flipped[free] = radius * u
+    logits = _row_logits(problem, W, flipped)  # most and least probable:
+    pair = ((flipped, int(np.argmax(logits))), (flipped, int(np.argmin(logits))))
+    found = [(_distance(problem, pair, W), pair)]
+    W_free = W[:, free]
+    fresh = _unit_outside(u, W_free.T)  # a direction no class's weights use
+    for k in range(problem.n_classes):
+        c = W_free[k] - W_free.mean(axis=0)
+        if not np.linalg.norm(c) > 0:
+            continue
+        v = c / np.linalg.norm(c)
+        u_k = _unit_outside(u, v[:, None]) if fresh is None else fresh
+        if u_k is None:
+            continue
+
+        def candidate(a, v=v, u_k=u_k):
+            b = np.sqrt(max(0.0, 1.0 - a * a))
+            x0, x1 = base.copy(), base.copy()
+            x0[free] = radius * (a * v + b * u_k)
+            x1[free] = radius * (a * v - b * u_k)
+            label = _least_probable(problem, W, x0)
+            pair = ((x0, label), (x1, label))
+            return _distance(problem, pair, W), pair
+
+        found.extend(_best_mixing(candidate))
     return max(found, key=lambda c: c[0])[1]
 
 
@@ -186,21 +287,25 @@ def _check_weights(sample_weight, n_samples):
 
 
 def _logistic_neighbours(estimator, problem, X, y, exempt, free, u, sample_weight):
-    """Rows ``(x, label)`` and ``(x', label')`` of the canary of a binary
-    logistic GLM: :func:`_logistic_canary` on the rows as fitted."""
+    """Rows ``(x, label)`` and ``(x', label')`` of the canary of a logistic
+    GLM: :func:`_logistic_canary` (two classes) or
+    :func:`_multinomial_canary` on the rows as fitted."""
     data_norm = float(fitted_params(estimator)["data_norm"])
     omega = np.ones(X.shape[0]) if sample_weight is None else sample_weight
     classes = np.asarray(estimator.classes_)
+    multinomial = isinstance(problem, MultinomialProblem)
+    if multinomial:
+        codes = np.searchsorted(classes, y).astype(np.intp)
+    else:
+        codes = (y == classes[1]).astype(np.float64)
     fitted = replace(
-        problem,
-        X=clip_rows(X, data_norm, exempt)[0],
-        y=(y == classes[1]).astype(np.float64),
-        omega=omega,
+        problem, X=clip_rows(X, data_norm, exempt)[0], y=codes, omega=omega
     )
     # the budget clip_rows leaves the free columns beside the one-hot ones
     radius = np.sqrt(max(data_norm**2 - float(X[0, exempt] @ X[0, exempt]), 0.0))
+    canary = _multinomial_canary if multinomial else _logistic_canary
     with small_work(*X.shape):  # many small refits: one thread each
-        pair = _logistic_canary(fitted, X[0], free, radius, u)
+        pair = canary(fitted, X[0], free, radius, u)
     return [(row, classes[int(code)]) for row, code in pair]
 
 
@@ -213,7 +318,13 @@ def canary_neighbours(estimator, X, y, *, sample_weight=None):
     and ``R`` the largest norm the mechanism lets through: ``data_norm``
     (one-hot columns keep row 0's values); for DP-SGD the larger of ``4 *
     max_grad_norm`` and the largest row norm, so that a misclassified
-    canary's gradient is clipped; otherwise the largest row norm of ``X``.
+    canary's gradient is clipped, except for GELU clipping of a binary
+    logistic regression (no hidden layer): there ``R = sqrt((2 u* C)^2 -
+    1)``, ``C = max_grad_norm``, so that the canary's gradient at the zero
+    initialisation (norm ``sqrt(R^2 + 1) / 2`` for either label) has the
+    raw norm ``u* C`` (``u*`` about 1.549) that GELU clipping lets through
+    largest, ``gelu_clip_max_norm(C)``; otherwise the largest row norm of
+    ``X``.
 
     * ``"replace_one"``: row 0 of ``X`` replaced by the canary in both.
       An output-perturbed binary logistic regression
@@ -231,7 +342,14 @@ def canary_neighbours(estimator, X, y, *, sample_weight=None):
       ``R ||w||``: many rows, a small ``lam``), the minimisers differ by
       nearly the certified ``2 L / (n lam)``; on few rows by about half of
       it, near what any pair reaches. The flipped label at ``R u`` (below)
-      is kept where its minimisers lie farther apart. Any other classifier's
+      is kept where its minimisers lie farther apart. A multinomial one
+      (three classes or more) gets the same pair along each class's
+      direction ``v_k`` (of ``W_k - mean(W)`` on the free columns, the
+      fitted weights' ``k``-th row less their mean) with ``u`` outside the
+      span of ``W``'s rows there (else orthogonal to ``v_k``), both labelled
+      with the class ``W`` finds least probable at ``x``; of these and the
+      flipped label (the predicted and the least probable class at ``R
+      u``) the pair whose minimisers lie farthest apart. Any other classifier's
       canary has its predicted label in the first and the least
       probable other label in the second. A regressor with a
       ``label_bound`` ``B`` has the labels ``B`` in the first and ``-B`` in
@@ -350,7 +468,7 @@ def canary_neighbours(estimator, X, y, *, sample_weight=None):
         X1, y0, y1 = X_arr.copy(), y_arr.copy(), y_arr.copy()
         X1[0], y0[0], y1[0] = x1, label, other
         return frame(X_arr), y0, frame(X1), y1
-    radius = _canary_norm(params, X_arr[:, free])
+    radius = _canary_norm(params, X_arr[:, free], estimator)
     canary = X_arr[0].copy()
     canary[free] = radius * u
 

@@ -33,6 +33,7 @@ from sklearn_fil.audit._scores import (  # noqa: F401 (the tests import them her
     _equal_error_threshold,
     clopper_pearson_epsilon,
     detectable_multiple,
+    fdp_epsilon,
     gdp_epsilon,
 )
 from sklearn_fil.utils._baseline import utility_warnings_ignored
@@ -193,7 +194,16 @@ class EpsilonAudit(MetaEstimatorMixin, BaseEstimator):
     in the released weights), an assumption for DP-SGD (Poisson subsampling
     and composition make it only near Gaussian). Where that holds it is
     usually the tighter, by most at small δ; ``consistent_`` rests on
-    ``epsilon_lower_`` alone.
+    ``epsilon_lower_`` alone. ``epsilon_lower_fdp_`` (:func:`fdp_epsilon`)
+    fits, at the same threshold and errors, the claimed mechanism's own
+    trade-off curve at ``scale_lower_fdp_`` times its sensitivity (its
+    ``dp_event``): for DP-SGD with Poisson sampling a mixture, not a
+    Gaussian, and so nearer the claim (most under add/remove); the same as
+    the GDP bound for Gaussian mechanisms. It is a lower bound on ε where
+    the mechanism's curve is in that family (exact for output perturbation
+    and a full-batch DP-SGD step; for several sampled steps released at the
+    end an assumption, as for the GDP bound); whatever the mechanism, a
+    value above the claim refutes the claimed trade-off curve.
 
     Probe fits on each data set run first, in this process, so that their
     errors and warnings surface before the releases; ``guarantee_`` comes
@@ -252,6 +262,15 @@ class EpsilonAudit(MetaEstimatorMixin, BaseEstimator):
     threshold_gdp_ : float
         The threshold of the statistic that ``mu_lower_`` counts errors at
         (the test accuses ``positive_``, as for ``threshold_``).
+    scale_lower_fdp_ : float
+        Lower bound on the multiple of the claimed sensitivity at which the
+        claimed mechanism's trade-off curve allows the errors at
+        ``threshold_gdp_`` (:func:`fdp_epsilon`); valid with probability
+        ``confidence`` if the mechanism's curve is in that family. NaN when
+        ``delta_`` is 0 or the claim has no ``dp_event`` (here and next).
+    epsilon_lower_fdp_ : float
+        ε at ``delta_`` of the claimed mechanism at ``scale_lower_fdp_``
+        times its sensitivity: a lower bound on ε under the same assumption.
     power_multiple_ : float
         The smallest ``k`` such that a Gaussian mechanism whose ε at
         ``delta_`` is ``k * epsilon_claimed_``, audited with a canary at its
@@ -273,13 +292,14 @@ class EpsilonAudit(MetaEstimatorMixin, BaseEstimator):
         ``delta``, ``neighboring_relation``, ``epsilon_lower``,
         ``epsilon_estimate``, the held-out rates ``fpr``, ``fnr`` and their
         bounds ``fpr_upper``, ``fnr_upper``, ``n_releases``, ``confidence``,
-        ``consistent``, ``epsilon_lower_gdp``, ``mu_lower``, ``mu_estimate``
-        and ``power_multiple``.
+        ``consistent``, ``epsilon_lower_gdp``, ``epsilon_lower_fdp``,
+        ``mu_lower``, ``mu_estimate`` and ``power_multiple``.
 
     See Also
     --------
     canary_neighbours : The worst-case pair of data sets audited by default.
-    clopper_pearson_epsilon, gdp_epsilon : The bounds, on any scores.
+    clopper_pearson_epsilon, gdp_epsilon, fdp_epsilon : The bounds, on any
+        scores.
     IntrinsicPrivacyAudit : Privacy from the randomness of SGD alone.
 
     Notes
@@ -462,10 +482,12 @@ n_features), default=None
         self.guarantee_ = guarantee
         self.epsilon_claimed_ = float(max(c.epsilon for c in claims))
         self.delta_ = float(max(c.delta for c in claims))
-        self._estimate(W[:n], W[n:], relation, name)
+        # the f-DP bound's family: the mechanism of the larger claim
+        claim = max(claims, key=lambda c: c.epsilon)
+        self._estimate(W[:n], W[n:], relation, name, claim)
         return self
 
-    def _estimate(self, W0, W1, relation, name):
+    def _estimate(self, W0, W1, relation, name, claim):
         """The test on the first halves, its bounds on the second."""
         n = self.n_releases
         half = n // 2
@@ -496,7 +518,7 @@ n_features), default=None
             {_DATA_SETS[0]: s0, _DATA_SETS[1]: s1},
             index=pd.RangeIndex(n - half, name="release"),
         )
-        self._gdp_and_power(W0[:half] @ direction, W1[:half] @ direction, sign)
+        self._gdp_and_power(W0[:half] @ direction, W1[:half] @ direction, sign, claim)
         errors = cp.errors
         self.audit_report_ = pd.DataFrame(
             {
@@ -513,6 +535,7 @@ n_features), default=None
                 "confidence": [float(self.confidence)],
                 "consistent": [self.consistent_],
                 "epsilon_lower_gdp": [self.epsilon_lower_gdp_],
+                "epsilon_lower_fdp": [self.epsilon_lower_fdp_],
                 "mu_lower": [self.mu_lower_],
                 "mu_estimate": [self.mu_estimate_],
                 "power_multiple": [self.power_multiple_],
@@ -520,12 +543,15 @@ n_features), default=None
             index=pd.Index([name], name="estimator"),
         )
 
-    def _gdp_and_power(self, c0, c1, sign):
-        """The GDP bound (threshold from the selection scores ``c0, c1``) and
-        the power; NaN where the claim's δ is 0 (no Gaussian reference)."""
+    def _gdp_and_power(self, c0, c1, sign, guarantee):
+        """The GDP bound (threshold from the selection scores ``c0, c1``), the
+        f-DP bound in the family of ``guarantee``'s event at the same threshold,
+        and the power; NaN where the claim's δ is 0 (no Gaussian reference)
+        and the f-DP bound NaN where the claim has no event."""
         delta, claim = self.delta_, self.epsilon_claimed_
         self.mu_lower_ = self.mu_estimate_ = self.epsilon_lower_gdp_ = np.nan
         self.threshold_gdp_ = self.power_multiple_ = np.nan
+        self.epsilon_lower_fdp_ = self.scale_lower_fdp_ = np.nan
         if not 0.0 < delta < 1.0:
             return
         s0, s1 = self.scores_[_DATA_SETS[0]], self.scores_[_DATA_SETS[1]]
@@ -543,6 +569,17 @@ n_features), default=None
         self.mu_lower_, self.mu_estimate_ = gdp.mu_lower, gdp.mu_estimate
         self.epsilon_lower_gdp_ = gdp.epsilon_lower
         self.threshold_gdp_ = threshold
+        if guarantee.dp_event is not None:  # the same threshold and errors
+            fdp = fdp_epsilon(
+                other.to_numpy(),
+                accused.to_numpy(),
+                guarantee,
+                delta=delta,
+                threshold=threshold,
+                confidence=self.confidence,
+            )
+            self.epsilon_lower_fdp_ = fdp.epsilon_lower
+            self.scale_lower_fdp_ = fdp.scale_lower
         if 0.0 < claim < np.inf:
             self.power_multiple_ = detectable_multiple(
                 claim,

@@ -19,7 +19,13 @@ import numpy as np
 from scipy import optimize, stats
 from sklearn.metrics import roc_curve
 
-from sklearn_fil.accounting import gaussian_epsilon
+from sklearn_fil.accounting import (
+    Guarantee,
+    dp_event_epsilon,
+    gaussian_epsilon,
+    rero_bound,
+    scale_dp_event,
+)
 
 # Fewest scores per data set that a bound is computed from.
 MIN_SCORES = 10
@@ -28,6 +34,12 @@ _POWER_FPR_LOW = 1e-3
 _THRESHOLDS = 64
 # Beyond this μ the power is called infinite (ε(μ) of order μ² / 2).
 _MU_LARGEST = 64.0
+# fdp_epsilon's search over the sensitivity multiple t: doubling or halving
+# from 1 up to these, then Brent's method to this relative tolerance (the
+# root is then rounded down by it).
+_SCALE_LARGEST, _SCALE_SMALLEST, _SCALE_RTOL = 1024.0, 1e-6, 1e-3
+# Newton-like steps on the local μ before the bracketing (see _scale_lower).
+_NEWTON_STEPS = 8
 
 
 # --------------------------------------------------------------------------
@@ -318,6 +330,35 @@ class GDPBound:
 
 
 @dataclasses.dataclass(frozen=True)
+class FDPBound:
+    """An f-DP lower bound on a mechanism's scale and ε: see :func:`fdp_epsilon`.
+
+    Parameters
+    ----------
+    scale_lower : float
+        Lower bound on ``t``, the multiple of the claimed sensitivity at
+        which the claimed mechanism's trade-off curve ``f_t`` passes through
+        the errors, valid with probability ``errors.confidence`` if the
+        mechanism's curve is one of the family (``t = 1`` is the claim); at
+        least 0, ``inf`` when no curve of the family allows the errors.
+    epsilon_lower : float
+        ``ε(scale_lower)`` at ``delta``: the ε of the claimed mechanism at
+        ``scale_lower`` times its sensitivity; a lower bound on ε only if the
+        mechanism's trade-off curve is in the family (see
+        :func:`fdp_epsilon`).
+    delta : float
+        The δ of ``epsilon_lower``.
+    errors : ThresholdErrors
+        The test's held-out errors and their bounds.
+    """
+
+    scale_lower: float
+    epsilon_lower: float
+    delta: float
+    errors: ThresholdErrors
+
+
+@dataclasses.dataclass(frozen=True)
 class TradeOffTest:
     """An f-DP test of a claimed trade-off curve: see :func:`fdp_test`.
 
@@ -451,6 +492,17 @@ def clopper_pearson_epsilon(
     )
 
 
+def _equal_error_test(scores, scores_neighbour, threshold, confidence):
+    """The checked held-out scores and their :class:`ThresholdErrors` at
+    ``threshold``, or (None) at the equal-error threshold of the first halves."""
+    scores, scores_neighbour = _check_scores(scores, scores_neighbour, threshold)
+    scores, scores_neighbour, threshold = _held_out(
+        scores, scores_neighbour, threshold, _equal_error_threshold
+    )
+    errors, _ = _measured(scores, scores_neighbour, threshold, confidence)
+    return scores, scores_neighbour, errors
+
+
 def _auc(scores, scores_neighbour):
     """Area under the ROC curve: P(neighbour's score > original's), ties 1/2."""
     ranks = stats.rankdata(np.r_[scores, scores_neighbour])
@@ -554,11 +606,9 @@ def gdp_epsilon(scores, scores_neighbour, *, delta, threshold=None, confidence=0
     """
     delta = _check_delta(delta, open_at_zero=True)
     confidence = _check_confidence(confidence)
-    scores, scores_neighbour = _check_scores(scores, scores_neighbour, threshold)
-    scores, scores_neighbour, threshold = _held_out(
-        scores, scores_neighbour, threshold, _equal_error_threshold
+    scores, scores_neighbour, errors = _equal_error_test(
+        scores, scores_neighbour, threshold, confidence
     )
-    errors, _ = _measured(scores, scores_neighbour, threshold, confidence)
     mu_lower = max(0.0, float(_mu_bound(errors.fnr_upper, errors.fpr_upper)))
     # AUC clipped half a pair from 0 and 1: a finite estimate
     half = 0.5 / (scores.size * scores_neighbour.size)
@@ -571,6 +621,241 @@ def gdp_epsilon(scores, scores_neighbour, *, delta, threshold=None, confidence=0
         epsilon_estimate=_gdp_epsilon(mu_estimate, delta),
         delta=delta,
         errors=errors,
+    )
+
+
+def _event_and_relation(mechanism):
+    """The dp-accounting event and its accounting relation of ``mechanism``."""
+    import dp_accounting
+
+    if isinstance(mechanism, Guarantee):
+        if not mechanism.holds or mechanism.dp_event is None:
+            raise ValueError(
+                "mechanism is a Guarantee without a dp_event (no guarantee, or no "
+                "event describes it, e.g. a group guarantee): there is no family "
+                "of trade-off curves to fit."
+            )
+        event, relation = mechanism.dp_event, mechanism.event_relation
+    elif isinstance(mechanism, dp_accounting.DpEvent):
+        event, relation = mechanism, "add_remove"
+    else:
+        raise ValueError(
+            "mechanism must be a Guarantee with a dp_event or a dp_accounting "
+            f"DpEvent; got {type(mechanism).__name__}."
+        )
+    scale_dp_event(event, 1.0)  # raises for an event with no sensitivity to scale
+    return event, relation
+
+
+def _family_curve(event, relation, t, fpr):
+    """``f_t(fpr)``: the trade-off curve of ``event`` at ``t`` times its
+    sensitivity (:func:`~sklearn_fil.accounting.rero_bound`'s ``1 - f``:
+    the closed form for Gaussian mechanisms, else from dp-accounting's
+    privacy profile, ``sup`` over real ε of ``1 - δ(ε) - e^ε fpr``); a float
+    for a scalar ``fpr``, else an array (one privacy loss distribution)."""
+    scalar = np.ndim(fpr) == 0
+    fpr = np.atleast_1d(np.asarray(fpr, dtype=np.float64))
+    curve = 1.0 - fpr  # f(0) = 1 and f(1) = 0 for every curve
+    inside = (fpr > 0.0) & (fpr < 1.0)
+    if np.any(inside):
+        scaled = Guarantee(
+            epsilon=math.inf,  # only the event is read
+            delta=0.0,
+            neighboring_relation="add_remove",
+            mechanism=f"the claimed mechanism at {t:g} times its sensitivity",
+            dp_event=scale_dp_event(event, t),
+            event_relation=relation,
+        )
+        curve[inside] = 1.0 - rero_bound(scaled, fpr[inside], method="trade_off")
+    return float(curve[0]) if scalar else curve
+
+
+def _scale_lower(curve, fpr_upper, fnr_upper):
+    """``inf {t > 0 : curve(t) <= fnr_upper}`` for a curve non-increasing in
+    ``t`` (``curve(t) = f_t(fpr_upper)``), rounded down: 0 when ``f_0+`` is
+    already there, ``inf`` when no ``t`` is.
+
+    Steps on the local μ, ``Φ⁻¹(1 - fpr) - Φ⁻¹(f_t(fpr))`` (proportional to
+    ``t`` for a Gaussian family, nearly so for others), towards the μ through
+    the errors: from ``t = 1`` as if proportional, then by secants; once a
+    step moves
+    ``t`` by less than ``_SCALE_RTOL`` the point ``_SCALE_RTOL`` below is
+    returned if the curve is still above ``fnr_upper`` there (then every
+    smaller ``t`` is: a valid lower bound), else bracketing and Brent's
+    method decide.
+    """
+    if fnr_upper >= 1.0 - fpr_upper:  # what a coin toss allows
+        return 0.0
+    top = stats.norm.isf(fpr_upper)
+    target = top - stats.norm.ppf(fnr_upper)
+
+    def gap(t):
+        return curve(t) - fnr_upper
+
+    t, previous = 1.0, None
+    for _ in range(_NEWTON_STEPS):
+        local = top - stats.norm.ppf(curve(t))
+        if not (local > 0.0 and target > 0.0):
+            break
+        if previous is None or previous[1] == local:  # proportional to t
+            step = t * target / local
+        else:  # the secant through the last two
+            slope = (local - previous[1]) / (t - previous[0])
+            step = t + (target - local) / slope
+        previous, t = (t, local), step
+        if not _SCALE_SMALLEST < t < _SCALE_LARGEST:
+            break
+        if abs(t - previous[0]) <= _SCALE_RTOL * previous[0]:
+            low = t * (1.0 - _SCALE_RTOL)
+            if gap(low) > 0.0:
+                return low
+            break
+    return _scale_lower_bracketed(gap)
+
+
+def _scale_lower_bracketed(gap):
+    """The root of the non-increasing ``gap`` by doubling or halving from 1,
+    then Brent's method, rounded down (0 or ``inf`` beyond the range)."""
+    low, high = 1.0, 1.0
+    if gap(1.0) > 0.0:
+        high = 2.0
+        while gap(high) > 0.0:
+            low, high = high, 2.0 * high
+            if high > _SCALE_LARGEST:
+                return math.inf
+    else:
+        low = 0.5
+        while gap(low) <= 0.0:
+            low, high = low / 2.0, low
+            if low < _SCALE_SMALLEST:
+                return 0.0
+    root = optimize.brentq(gap, low, high, rtol=_SCALE_RTOL, xtol=1e-12)
+    return max(low, root * (1.0 - 2.0 * _SCALE_RTOL))
+
+
+def fdp_epsilon(
+    scores, scores_neighbour, mechanism, *, delta, threshold=None, confidence=0.95
+):
+    """Lower bound on ε if the mechanism's trade-off curve is the claimed one's
+    at some sensitivity.
+
+    The family is the claimed mechanism with its sensitivity scaled by
+    ``t > 0`` (``t = 1`` the claim): ``f_t``, its trade-off curve (Dong, Roth
+    & Su 2022), is non-increasing in ``t``. If the mechanism's curve is
+    ``f_{t*}``, every test's errors satisfy ``FNR >= f_{t*}(FPR)``; with the
+    held-out rates bounded by one-sided Clopper-Pearson intervals at ``1 -
+    (1 - confidence) / 2`` each, ``f_{t*}(FPR_upper) <= FNR_upper`` with
+    probability at least ``confidence``, so ``scale_lower = inf {t :
+    f_t(FPR_upper) <= FNR_upper} <= t*`` (the smallest ``t`` that
+    :func:`fdp_test` does not refute at this threshold), and ``epsilon_lower
+    = ε(scale_lower)`` at ``delta``, the ε of that mechanism, is below its
+    ε. For a Gaussian mechanism (a ``GaussianDpEvent``, also composed)
+    ``f_t`` is Gaussian and the bound is :func:`gdp_epsilon`'s.
+
+    What it assumes (besides the scores independent and the threshold
+    chosen without them, as for :func:`clopper_pearson_epsilon`): that the
+    mechanism's trade-off curve is ``f_{t*}`` for some ``t*``, exactly: so
+    for output perturbation (Gaussian noise, a statistic linear in it) and
+    one full-batch DP-SGD step of a canary at the clipping bound. Where the
+    curve lies above every ``f_t`` that has its ε (several DP-SGD steps
+    released only at the end, the other examples' random batches, nonlinear
+    training), the bound can exceed the true ε;
+    only :func:`clopper_pearson_epsilon` is valid for any mechanism. Whatever
+    the mechanism, though, ``scale_lower > 1`` (``epsilon_lower`` above the
+    claimed ε) refutes the claimed curve ``f_1``, with probability at most
+    ``1 - confidence`` if the mechanism has it: it is :func:`fdp_test`'s
+    rejection of ``f_1`` at this threshold (post-processing, such as
+    releasing only the last step, keeps every curve at or above ``f_1``).
+    ``f_t`` comes from dp-accounting's privacy loss distributions on a grid
+    of 1e-3 (:func:`~sklearn_fil.accounting.rero_bound`; pessimistic for
+    privacy: it can raise ``scale_lower`` by about a thousandth), ε from
+    :func:`~sklearn_fil.accounting.dp_event_epsilon` (the estimators' own
+    accounting); ``scale_lower`` is found to 0.1 % and rounded down by that.
+
+    Parameters
+    ----------
+    scores : array-like of shape (n_scores,)
+        Scores of releases on the data set D: false positives when at or
+        above the threshold.
+    scores_neighbour : array-like of shape (n_scores_neighbour,)
+        Scores of releases on the neighbouring data set D'. Negate both
+        arrays to accuse D instead.
+    mechanism : Guarantee or dp_accounting.DpEvent
+        The claimed mechanism: a :class:`~sklearn_fil.accounting.Guarantee`
+        with a ``dp_event`` (e.g. a fitted estimator's ``guarantee_``), or a
+        dp-accounting event at unit distance under add/remove, made of
+        Gaussian mechanisms, Poisson sampling and composition.
+    delta : float
+        The δ of ``epsilon_lower``, in (0, 1).
+    threshold : float, default=None
+        A threshold chosen without these scores. None chooses it as
+        :func:`gdp_epsilon` does: on the first half of each array, where its
+        false-positive and false-negative rates are equal; the errors are
+        bounded on the second half.
+    confidence : float, default=0.95
+        Probability, in (0, 1), that ``scale_lower`` holds.
+
+    Returns
+    -------
+    bound : FDPBound
+        ``scale_lower``, ``epsilon_lower``, ``delta`` and the test's
+        ``errors``.
+
+    See Also
+    --------
+    gdp_epsilon : The same bound with the Gaussian family.
+    fdp_test : The test of one trade-off curve.
+    sklearn_fil.accounting.rero_bound : ``1 - f_t`` of the family.
+
+    References
+    ----------
+    Dong, Roth & Su (2022), *Gaussian differential privacy*, JRSS B.
+    Nasr, Hayes, Steinke, Balle, Tramèr, Jagielski, Carlini & Terzis (2023),
+    *Tight auditing of differentially private machine learning*, USENIX
+    Security.
+
+    Examples
+    --------
+    Two steps of Poisson-sampled DP-SGD (rate 1/2, noise multiplier 1),
+    released as the sum of the steps, on the canary's coordinate:
+
+    >>> import numpy as np
+    >>> from sklearn_fil.accounting import dpsgd_dp_event, dpsgd_epsilon
+    >>> from sklearn_fil.audit import fdp_epsilon
+    >>> event, _ = dpsgd_dp_event(noise_multiplier=1.0, sample_rate=0.5, steps=2)
+    >>> claim = dpsgd_epsilon(noise_multiplier=1.0, sample_rate=0.5, steps=2,
+    ...                       delta=0.01, accountant="pld")
+    >>> rng = np.random.default_rng(0)
+    >>> def release(canary):  # without (0) or with (1) the canary
+    ...     sampled = rng.random((4000, 2)) < 0.5
+    ...     return (canary * sampled + rng.normal(size=(4000, 2))).sum(axis=1)
+    >>> bound = fdp_epsilon(release(0), release(1), event, delta=0.01)
+    >>> 0.7 < bound.scale_lower <= 1.0
+    True
+    >>> bool(0.5 * claim < bound.epsilon_lower <= claim)
+    True
+    """
+    delta = _check_delta(delta, open_at_zero=True)
+    confidence = _check_confidence(confidence)
+    event, relation = _event_and_relation(mechanism)
+    _, _, errors = _equal_error_test(scores, scores_neighbour, threshold, confidence)
+    scale = float(
+        _scale_lower(
+            lambda t: _family_curve(event, relation, t, errors.fpr_upper),
+            errors.fpr_upper,
+            errors.fnr_upper,
+        )
+    )
+    if scale == 0.0:
+        epsilon = 0.0
+    elif math.isinf(scale):
+        epsilon = math.inf
+    else:
+        epsilon = dp_event_epsilon(
+            scale_dp_event(event, scale), delta, event_relation=relation
+        )
+    return FDPBound(
+        scale_lower=scale, epsilon_lower=epsilon, delta=delta, errors=errors
     )
 
 
