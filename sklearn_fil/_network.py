@@ -95,8 +95,16 @@ class DenseNetwork:
         acts = [X]
         activate = ACTIVATIONS[self.activation]
         for W, b in zip(self.coefs[:-1], self.intercepts[:-1], strict=True):
-            acts.append(activate(acts[-1] @ W + b, self.xp))
-        return acts, acts[-1] @ self.coefs[-1] + self.intercepts[-1]
+            acts.append(activate(self._affine(acts[-1], W, b), self.xp))
+        return acts, self._affine(acts[-1], self.coefs[-1], self.intercepts[-1])
+
+    def _affine(self, a, W, b):
+        """``a @ W + b``; on NumPy the bias is added in place (one temporary)."""
+        z = a @ W
+        if self.xp is np and isinstance(z, np.ndarray):
+            z += b
+            return z
+        return z + b
 
     def proba(self, logits):
         """Class probabilities, ``(n, 1)`` for the positive class when binary."""

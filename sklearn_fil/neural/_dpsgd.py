@@ -886,17 +886,20 @@ class DPSGDClassifier(GuaranteeMixin, ClassifierMixin, BaseEstimator):
         )
         self.dataset_fil_ = float(np.sqrt(np.sum(privacy["fil"] ** 2)))
         self.guarantee_ = privacy["guarantee"]
-        self._check_utility(X, y, xp)
+        self._check_utility(privacy["predicted"], y, d)
         return self
 
-    def _check_utility(self, X, y, xp):
+    def _check_utility(self, predicted, y, d):
         """Warn when the release is no better than the majority (``fit_quality``).
 
-        The released network's accuracy on the training rows, unweighted.
+        The released network's accuracy on the training rows, unweighted,
+        from the index of the class it predicts for each (``predicted``, from
+        the full pass of the report's loss column, not a second one; ``d``
+        features).
         """
-        best = _backend.to_numpy(xp.argmax(self._proba(X, xp), axis=1))
+        best = _backend.to_numpy(predicted)
         score = float(np.mean(self.classes_[best] == y))
-        quality = fit_quality(score, y, X.shape[1], classifier=True)
+        quality = fit_quality(score, y, d, classifier=True)
         remedy = (
             "raise target_epsilon (or lower noise_multiplier), train longer or "
             "use more data"
@@ -1072,7 +1075,7 @@ class DPSGDClassifier(GuaranteeMixin, ClassifierMixin, BaseEstimator):
             norms.finish(
                 lambda net0, rows: self._full_pass_norms(net0, X, Y, rows), device
             )
-            loss = self._full_pass_losses(net, X, Y)
+            loss, predicted = self._full_pass_losses(net, X, Y)
         finally:
             optimiser.detach(net)
         self.n_iter_ = self.max_iter
@@ -1080,7 +1083,7 @@ class DPSGDClassifier(GuaranteeMixin, ClassifierMixin, BaseEstimator):
         self.noise_multiplier_ = plan.sigma
         self.recorded_steps_ = recorder.records
         privacy = self._privacy(plan, fil, norms, Y.shape[1], assumed)
-        return {**privacy, "loss": loss}
+        return {**privacy, "loss": loss, "predicted": predicted}
 
     def _epochs(self, net, X, Y, rng, plan, optimiser, fil, norms):
         """The steps of every epoch; returns the :class:`StepRecorder`."""
@@ -1165,11 +1168,20 @@ class DPSGDClassifier(GuaranteeMixin, ClassifierMixin, BaseEstimator):
 
     @staticmethod
     def _full_pass_losses(net, X, Y):
-        """Every example's loss, on blocks of :data:`_FULL_PASS_ROWS` rows."""
-        parts = []
+        """Every example's loss and the index of its most probable class.
+
+        On blocks of :data:`_FULL_PASS_ROWS` rows, those of :meth:`_proba`:
+        the classes are :meth:`predict`'s, for the utility check.
+        """
+        xp = net.xp
+        losses, predicted = [], []
         for block in _blocks(X.shape[0]):
-            parts.append(net.loss(net.forward(_dense(X, block))[1], Y[block, ...]))
-        return parts[0] if len(parts) == 1 else _backend.concat(parts, net.xp)
+            logits = net.forward(_dense(X, block))[1]
+            losses.append(net.loss(logits, Y[block, ...]))
+            predicted.append(xp.argmax(_class_proba(net, logits), axis=1))
+        if len(losses) == 1:
+            return losses[0], predicted[0]
+        return _backend.concat(losses, xp), _backend.concat(predicted, xp)
 
     def _full_pass_norms(self, net, X, Y, rows=None):
         """Clipped gradient norms in units of ``C``, of every example or of ``rows``.
@@ -1230,12 +1242,9 @@ class DPSGDClassifier(GuaranteeMixin, ClassifierMixin, BaseEstimator):
         net = self._network(xp, _device(X))
         # by blocks of rows: a sparse X is densified one block at a time
         logits = [net.forward(_dense(X, block))[1] for block in _blocks(X.shape[0])]
-        p = net.proba(logits[0] if len(logits) == 1 else _backend.concat(logits, xp))
-        if not net.binary:
-            return p
-        if xp is np:
-            return np.hstack([1.0 - p, p])
-        return _backend.concat([1.0 - p, p], xp, axis=1)
+        return _class_proba(
+            net, logits[0] if len(logits) == 1 else _backend.concat(logits, xp)
+        )
 
     def predict(self, X):
         """Predict class labels with the released model.
@@ -1315,6 +1324,16 @@ def _check_init(coefs_init, intercepts_init, widths):
         coefs.append(W)
         intercepts.append(b)
     return coefs, intercepts
+
+
+def _class_proba(net, logits):
+    """Probabilities of every class, ``(n, n_classes)``, from ``net``'s logits."""
+    p = net.proba(logits)
+    if not net.binary:
+        return p
+    if net.xp is np:
+        return np.hstack([1.0 - p, p])
+    return _backend.concat([1.0 - p, p], net.xp, axis=1)
 
 
 def _device(X):

@@ -16,7 +16,7 @@ from sklearn.datasets import make_classification
 from sklearn.utils._param_validation import InvalidParameterError
 
 from sklearn_fil.accounting import gelu_clip_max_norm
-from sklearn_fil.exceptions import PrivacyLeakWarning
+from sklearn_fil.exceptions import PrivacyLeakWarning, UtilityWarning
 from sklearn_fil.neural import DPSGDClassifier, RecordedStep
 from sklearn_fil.neural._network import Network, clip_factor
 
@@ -952,3 +952,30 @@ def test_direction_sq_norms_along_unit_vectors_are_the_column_norms(hidden):
     for i in range(len(X)):
         J = _jacobian_by_finite_differences(net, X[i], Y[i], 0.5, "gelu")
         assert_allclose(got[i], np.sum((J @ ones[0]) ** 2), rtol=1e-6)
+
+
+@pytest.mark.parametrize("classes", [2, 3])
+def test_utility_check_and_loss_column_are_the_released_models(classes):
+    # The fit's one pass over the data gives both the report's loss column
+    # and the utility check's training accuracy: each against the released
+    # model's predict_proba, computed afresh.
+    # labels independent of X: a useless release whose predictions still vary
+    X, _ = _data(n=300, classes=classes, seed=1)
+    y = np.random.default_rng(0).integers(0, classes, 300)
+    clf = DPSGDClassifier(
+        hidden_layer_sizes=(5,),
+        noise_multiplier=3.0,
+        learning_rate=2.0,
+        max_iter=2,
+        batch_size=32,
+        random_state=0,
+    )
+    with pytest.warns(UtilityWarning, match="training accuracy") as record:
+        clf.fit(X, y)
+    proba = clf.predict_proba(X)
+    assert np.ptp(np.argmax(proba, axis=1)) > 0
+    accuracy = np.mean(clf.classes_[np.argmax(proba, axis=1)] == y)
+    message = next(str(w.message) for w in record if w.category is UtilityWarning)
+    assert f"training accuracy {accuracy:.3f} " in message
+    loss = -np.log(proba[np.arange(300), np.searchsorted(clf.classes_, y)])
+    assert_allclose(clf.privacy_report_["loss"], loss, rtol=1e-12, atol=1e-14)
