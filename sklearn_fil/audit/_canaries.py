@@ -56,8 +56,9 @@ def _dpsgd_canary_norm(params, estimator, largest):
     return max(_DPSGD_CANARY_SCALE * C, largest)
 
 
-def _canary_norm(params, X_free, estimator):
-    """The norm of the canary's free features."""
+def _canary_norm(params, X_free, estimator=None):
+    """The norm of the canary's free features (``estimator``, fitted, tells a
+    binary logistic DP-SGD model's GELU canary; None: not one)."""
     largest = float(np.max(row_norms(X_free), initial=0.0))
     if params.get("data_norm") is not None:
         return float(params["data_norm"])

@@ -984,9 +984,14 @@ def test_canary_add_remove_dpsgd(data):
     np.testing.assert_array_equal(y0, y)
     np.testing.assert_array_equal(X1[:-1], X)
     np.testing.assert_array_equal(y1[:-1], y)
-    # large enough that its misclassified gradient is clipped: >= 4 C
-    assert np.linalg.norm(X1[-1]) >= 4 * 0.5 - 1e-12
+    # GELU clipping: at the zero initialisation (|p - y| = 1/2) its gradient
+    # (x, 1) / 2 has the raw norm that GELU clipping lets through largest
+    raw = gelu_clip_max_norm(0.5, return_raw_norm=True)[1]
+    assert np.hypot(np.linalg.norm(X1[-1]), 1.0) / 2 == pytest.approx(raw, rel=1e-12)
     assert y1[-1] != est.predict(X1[-1:])[0]
+    # hard clipping: large enough that its misclassified gradient is clipped
+    hard = clone(est).set_params(clipping="hard").fit(X, y)
+    assert np.linalg.norm(canary_neighbours(hard, X, y)[2][-1]) >= 4 * 0.5 - 1e-12
 
 
 def test_canary_keeps_onehot_columns_and_dataframe(data):
