@@ -27,13 +27,14 @@ from sklearn_fil.accounting._events import (
     ACCOUNTANTS,
     ACCOUNTING_RELATIONS,
     DEFAULT_ACCOUNTANT,
+    dp_event_epsilon,
     dpsgd_event,
     gaussian_noise_multiplier,
     make_accountant,
     quiet_absl,
     smallest_noise,
 )
-from sklearn_fil.accounting._gaussian import gaussian_epsilon, gaussian_sigma
+from sklearn_fil.accounting._gaussian import gaussian_sigma
 from sklearn_fil.accounting._validation import (
     NONNEGATIVE,
     OPEN_UNIT,
@@ -176,12 +177,9 @@ def _accountant_epsilon(
     """
     event, event_relation = dpsgd_event(noise_multiplier, sample_rate, steps, relation)
     if accountant == "pld":
-        effective = gaussian_noise_multiplier(event)
-        if effective is not None:
-            # T Gaussian mechanisms at unit distance are one at noise sigma /
-            # sqrt(T): the exact epsilon, which the PLD only approaches from
-            # above.
-            return gaussian_epsilon(sigma=effective, sensitivity=1.0, delta=delta)
+        # T Gaussian mechanisms at unit distance are one at noise sigma /
+        # sqrt(T): the exact epsilon, which the PLD only approaches from above
+        return dp_event_epsilon(event, delta, event_relation=event_relation)
     acc = make_accountant(accountant, event_relation, smallest_noise(event))
     with quiet_absl():
         acc.compose(event)

@@ -360,4 +360,4 @@ def dp_event_epsilon(event, delta, *, event_relation="add_remove"):
     accountant = make_accountant("pld", event_relation, smallest_noise(event))
     with quiet_absl():
         accountant.compose(event)
-        return max(0.0, float(accountant.get_epsilon(delta)))
+        return float(accountant.get_epsilon(delta))

@@ -205,11 +205,6 @@ def _unit_outside(u, V):
     return rest / norm if norm > 1e-8 else None
 
 
-def _least_probable(problem, W, row):
-    """The class code that the weights ``W`` find least probable at ``row``."""
-    return int(np.argmin(_row_logits(problem, W, row)))
-
-
 def _row_logits(problem, W, row):
     """The logits ``W x~`` of one row."""
     return replace(problem, X=row[None, :]).logits(W)[0]
@@ -249,7 +244,7 @@ def _multinomial_canary(problem, base, free, radius, u):
             x0, x1 = base.copy(), base.copy()
             x0[free] = radius * (a * v + b * u_k)
             x1[free] = radius * (a * v - b * u_k)
-            label = _least_probable(problem, W, x0)
+            label = int(np.argmin(_row_logits(problem, W, x0)))  # least probable
             pair = ((x0, label), (x1, label))
             return _distance(problem, pair, W), pair
 

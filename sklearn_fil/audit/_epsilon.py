@@ -480,10 +480,10 @@ n_features), default=None
         W = np.vstack(list(bar))
 
         self.guarantee_ = guarantee
-        self.epsilon_claimed_ = float(max(c.epsilon for c in claims))
-        self.delta_ = float(max(c.delta for c in claims))
-        # the f-DP bound's family: the mechanism of the larger claim
+        # the larger claim; its mechanism is the f-DP bound's family
         claim = max(claims, key=lambda c: c.epsilon)
+        self.epsilon_claimed_ = float(claim.epsilon)
+        self.delta_ = float(max(c.delta for c in claims))
         self._estimate(W[:n], W[n:], relation, name, claim)
         return self
 
