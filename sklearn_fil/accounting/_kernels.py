@@ -66,6 +66,9 @@ ROUNDING = 4.0 * 2.0**-53
 _NORMAL = 1e-300
 # entries per block of the parallel loop (a few microseconds of work each)
 _BLOCK = 1024
+# _block and _solve are inlined by numba (``inline="always"``), as the FIL
+# kernel's helpers are (see ``sklearn_fil/fisher/_kernels.py``): a first call
+# compiles faster. Inlining newton, nudge or delta_curve as well compiles slower.
 
 
 @numba.njit(cache=True, nogil=True)
@@ -306,7 +309,7 @@ def gaussian_epsilons_serial(mu, mu0, z, delta, start, knots, coef, polish, out)
         _block(mu, mu0, z, delta, start, knots, coef, polish, out, blk)
 
 
-@numba.njit(cache=True, nogil=True, error_model="numpy")
+@numba.njit(cache=True, nogil=True, error_model="numpy", inline="always")
 def _block(mu, mu0, z, delta, start, knots, coef, polish, out, blk):
     """Entries ``blk * _BLOCK`` up to the next block of :func:`gaussian_epsilons`."""
     first, last = blk * _BLOCK, min(mu.shape[0], (blk + 1) * _BLOCK)
@@ -341,7 +344,7 @@ def _block(mu, mu0, z, delta, start, knots, coef, polish, out, blk):
             out[i] = _solve(eps, m, delta, log_delta, upper, polish, estimate)
 
 
-@numba.njit(cache=True, nogil=True, error_model="numpy")
+@numba.njit(cache=True, nogil=True, error_model="numpy", inline="always")
 def _solve(eps, mu, delta, log_delta, upper, polish, estimate):
     """ε of one entry from ``eps``; see :func:`gaussian_epsilons`."""
     accept = 0.0

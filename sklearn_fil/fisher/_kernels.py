@@ -43,6 +43,16 @@ _RITZ_ITER = 8
 _RITZ_RTOL = 1e-10
 # rows per block of the per-example kernel
 _BLOCK = 256
+# Numba compiles each jitted function apart, then links its optimised code into
+# every caller and optimises and emits it again there. Helpers called from one
+# place in a caller of the same flags are therefore inlined by numba
+# (``inline="always"``), to the same machine results: a first report compiles
+# about 2 s (of 21) less, and the parallel kernel no longer calls _example_fil
+# once per row, whose array arguments' reference counts its threads contend on
+# (0.67-0.85 x the time at n = 10^5; benchmarks/results/startup.md). The
+# ``fastmath`` helpers stay apart (inlined, they would take their caller's
+# flags), and so do ``_top_eigenvalue`` (two call sites: typing it twice costs
+# more than its level) and ``top_eigenvalue`` (also called from Python).
 
 
 @numba.njit(cache=True, nogil=True)
@@ -144,7 +154,7 @@ def _far_terms(g_hi, g_lo, r2, lo):
     return 0
 
 
-@numba.njit(cache=True, nogil=True)
+@numba.njit(cache=True, nogil=True, inline="always")
 def _far_group(gamma, r2, lo):
     """Poles ``kf..kt-1`` summed by moments, and the number of terms.
 
@@ -295,7 +305,7 @@ def _moments6(gamma, r2, a, b, kf, kt, c, inv_l):
     return (a0, a1, a2, a3, a4, a5, b0, b1, b2, b3, b4, b5, s0, s1, s2, s3, s4, s5)
 
 
-@numba.njit(cache=True, nogil=True)
+@numba.njit(cache=True, nogil=True, inline="always")
 def _far_moments(gamma, r2, a, b, kf, kt, c, inv_l, m):
     """Moments ``sum_k v_k w_k^j``, ``w_k = (d_k - c) / l``, ``j < m``.
 
@@ -457,7 +467,7 @@ def _split_rank2(y1, y2, n1, n2, beta, rho, gamma, r2, a, b):
     return norm_a2, da, ab, norm_b2, db, dab
 
 
-@numba.njit(cache=True, nogil=True)
+@numba.njit(cache=True, nogil=True, inline="always")
 def _ritz_start(d1, a1, b1, saa, sbb, sab, daa, dbb, dab):
     """Newton's start: the largest Ritz value of ``E`` on ``span{e_1, a', b'}``.
 
@@ -516,7 +526,7 @@ def _ritz_start(d1, a1, b1, saa, sbb, sab, daa, dbb, dab):
     return lam
 
 
-@numba.njit(cache=True, nogil=True)
+@numba.njit(cache=True, nogil=True, inline="always")
 def _newton(gamma, r2, a, b, d1, d2, lo, hi, kf, kt, c, dist, far, start):
     """Safeguarded Newton iteration for the root of ``tau`` in ``[lo, hi]``.
 
@@ -834,7 +844,7 @@ def _shifted_row(Z, i, yu_off, yv, yu):
     return a, uv
 
 
-@numba.njit(cache=True, nogil=True)
+@numba.njit(cache=True, nogil=True, inline="always")
 def _example_fil(
     i, Z, yu_off, g_off, r, c, omega2, gamma, yv, yv_norm2, beta0,
     trace_k, w_feat, hdiag, feat_col, plain, grp_ptr, grp_cols, grp_rot,
@@ -887,7 +897,7 @@ def _example_fil(
         attr[i, label_col] = np.sqrt(max(omega2[i] * a, 0.0)) * inv_sigma
 
 
-@numba.njit(cache=True, nogil=True)
+@numba.njit(cache=True, nogil=True, inline="always")
 def _group_attributes(
     i, gi, r2, rho, beta, omega2_i, inv_sigma, grp_ptr, grp_cols, grp_rot,
     grp_gamma, grp_w, grp_col, attr, gw,
