@@ -65,12 +65,13 @@ import math
 from collections.abc import Mapping
 from importlib.metadata import PackageNotFoundError, version
 
-import numba
 import numpy as np
 import pandas as pd
 import scipy.sparse as sp
 from sklearn.utils.sparsefuncs import mean_variance_axis
 
+from sklearn_fil._compiled import compiled
+from sklearn_fil._moments import block_moments
 from sklearn_fil._threads import row_blocks, row_parallel
 from sklearn_fil.utils._dask import is_dask
 
@@ -393,9 +394,9 @@ def _column_moments(X, sample_weight):
 
     Weighted when ``sample_weight`` is given. A dense ``X`` is read once:
     each cache-sized block's moments take two passes over it in cache
-    (:func:`_block_moments_kernel`), and the blocks' are merged by the update
-    of Chan, Golub & LeVeque (:func:`_merge_moments`), in row order whatever
-    the threads (:func:`~sklearn_fil._threads.row_parallel`).
+    (:func:`~sklearn_fil._moments.block_moments`), and the blocks' are merged
+    by the update of Chan, Golub & LeVeque (:func:`_merge_moments`), in row
+    order whatever the threads (:func:`~sklearn_fil._threads.row_parallel`).
     """
     n = X.shape[0]
     weight = np.ones(n) if sample_weight is None else sample_weight
@@ -410,41 +411,9 @@ def _column_moments(X, sample_weight):
     block = max(1, _CHUNK_BYTES // (8 * max(X.shape[1], 1)))
 
     def segment(rows):
-        return _block_moments_kernel(X, weight, rows.start, rows.stop, block)
+        return compiled(block_moments)(X, weight, rows.start, rows.stop, block)
 
     return functools.reduce(_merge_moments, row_parallel(segment, n))
-
-
-@numba.njit(cache=True, nogil=True)
-def _block_moments_kernel(X, weight, start, stop, block):
-    """:func:`_column_moments` of the rows ``start:stop``, by ``block`` rows."""
-    d = X.shape[1]
-    total = 0.0
-    mean, m2 = np.zeros(d), np.zeros(d)
-    b_mean, b_m2 = np.empty(d), np.empty(d)
-    for lo in range(start, stop, block):
-        hi = min(lo + block, stop)
-        b_total = 0.0
-        b_mean[:] = 0.0
-        for i in range(lo, hi):
-            b_total += weight[i]
-            for j in range(d):
-                b_mean[j] += weight[i] * X[i, j]
-        if b_total == 0.0:
-            continue
-        b_mean /= b_total
-        b_m2[:] = 0.0
-        for i in range(lo, hi):
-            for j in range(d):
-                t = X[i, j] - b_mean[j]
-                b_m2[j] += weight[i] * t * t
-        new_total = total + b_total
-        for j in range(d):
-            shift = b_mean[j] - mean[j]
-            m2[j] += b_m2[j] + shift * shift * (total * b_total / new_total)
-            mean[j] += shift * (b_total / new_total)
-        total = new_total
-    return total, mean, m2
 
 
 def attribute_variances(X, y, attributes, sample_weight=None):

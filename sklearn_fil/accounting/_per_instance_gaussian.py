@@ -13,6 +13,7 @@ import numpy as np
 from scipy.interpolate import CubicSpline
 from scipy.special import erfinv, ndtri
 
+from sklearn_fil._compiled import compiled
 from sklearn_fil.accounting import _kernels
 from sklearn_fil.accounting._validation import (
     OPEN_UNIT,
@@ -61,7 +62,7 @@ def _upper_quantile(delta):
 def _kernel(mu, mu0, z, delta, start, knots, coef, polish, out):
     """The serial or the parallel kernel, by the size of ``mu``."""
     if mu.size <= _SERIAL_UPTO:
-        kernel = _kernels.gaussian_epsilons_serial
+        kernel = compiled(_kernels.gaussian_epsilons_serial)
     else:
         kernel = _kernels.gaussian_epsilons
     kernel(mu, mu0, z, delta, start, knots, coef, polish, out)
@@ -90,7 +91,7 @@ def _epsilon(mu, delta):
     mu0 = _zero_below(delta)
     # the privacy loss is N(μ²/2, μ²), so ε = μ²/2 + μ Φ⁻¹(1 - δ) bounds δ
     z = _upper_quantile(delta)
-    count, low_mu, high_mu = _kernels.range_above(mu, mu0)
+    count, low_mu, high_mu = compiled(_kernels.range_above)(mu, mu0)
     high_mu = min(high_mu, _MU_MAX)
     start, knots, coef = np.nan, np.empty(0), _NO_SPLINE
     if count <= _GRID or low_mu > _MU_MAX:

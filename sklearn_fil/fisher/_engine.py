@@ -11,6 +11,7 @@ import numpy as np
 from scipy import linalg
 from sklearn.utils import assert_all_finite, check_array, check_consistent_length
 
+from sklearn_fil._compiled import compiled
 from sklearn_fil._glm import GLMProblem, SPDFactor, augment_rmatvec, weighted_grams
 from sklearn_fil._losses import get_family
 from sklearn_fil._threads import (
@@ -488,8 +489,10 @@ def _gradient_sums(problem, u, v, w):
     if issparse(X):
         sums = [X.T @ u, X.T @ v, abs(X).T @ np.abs(w)]
     else:
-        serial = one_numba_thread()
-        kernel = kernels.gradient_sums_serial if serial else kernels.gradient_sums
+        if one_numba_thread():
+            kernel = compiled(kernels.gradient_sums_serial)
+        else:
+            kernel = kernels.gradient_sums
         sums = list(kernel(X, u, v, w))
     if problem.fit_intercept:
         sums = [
@@ -603,8 +606,10 @@ class _Rotations:
             Z = np.ascontiguousarray(chunk @ self.rot)
         else:
             Z = np.matmul(chunk, self.rot, out=Z[: chunk.shape[0]])
-        serial = one_numba_thread()
-        kernel = kernels.per_example_fil_serial if serial else kernels.per_example_fil
+        if one_numba_thread():
+            kernel = compiled(kernels.per_example_fil_serial)
+        else:
+            kernel = kernels.per_example_fil
         kernel(
             Z,  # C-contiguous [YU, G]
             self.offset[:p],
@@ -721,7 +726,7 @@ def _attribute_totals(w, H_inv, C2, C0, s, rho2, attributes):
             total[a_idx] = _top_eig(H_inv @ C0 @ H_inv)
         elif len(att) == 1:
             j = att[0]
-            total[a_idx] = kernels.top_eigenvalue(
+            total[a_idx] = compiled(kernels.top_eigenvalue)(
                 m2_eval, w[j] ** 2, rot_e[j], rot_s, rho2, w[j], work_a, work_b
             )
         else:
