@@ -71,8 +71,10 @@ def _compile_kernels(path):
             source = f"def {name}({args}):\n    return kernel({args})\n"
             caller = _define(source, name, kernel=getattr(loaded, name))
             cc.export(name, signature)(caller)
-    tag = _define("def build_tag():\n    return TAG\n", "build_tag", TAG=spec.build_tag())
-    cc.export("build_tag", "int64()")(tag)
+    tag = spec.build_tag()  # a constant of the compiled function
+    cc.export("build_tag", "int64()")(
+        _define("def build_tag():\n    return TAG\n", "build_tag", TAG=tag)
+    )
     cc.compile()
 
 

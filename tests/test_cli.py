@@ -905,7 +905,8 @@ def test_regression_reports_r2_and_its_baseline(tmp_path, capsys):
     csv = tmp_path / "data.csv"
     _regression_csv(csv)
     argv = ["report", str(csv), "--target", "y", "--out", str(tmp_path / "r.csv")]
-    assert main(argv) == 0
+    # seeded: with fresh entropy, about one noise draw in ten costs R² below 0.9
+    assert main([*argv, "--random-state", "0"]) == 0
     out, _ = capsys.readouterr()
     fit = r"training R² of the released model 0\.9\d+; baseline \(always the mean\)"
     assert re.search(fit + r" 0\.000", out)
