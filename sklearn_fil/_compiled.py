@@ -8,9 +8,9 @@ into the extension ``sklearn_fil._aot``. :func:`compiled` gives a kernel's
 compiled twin only where
 
 * the extension was built by this process's numba, llvmlite and Python, for
-  this CPU (name and features: the rule numba's own cache follows), so that its
-  machine code is the JIT's and its results the same, bit for bit
-  (``tests/test_compiled.py`` compares them);
+  this CPU (name and features: the rule numba's own cache follows) and with its
+  optimisation settings, so that its machine code is the JIT's and its results
+  the same, bit for bit (``tests/test_compiled.py`` compares them);
 * the arguments have the exported types: pycc's functions do not check them,
   and read an array of another dtype or layout wrongly;
 * and the JIT is enabled (``NUMBA_DISABLE_JIT=1`` runs the kernels as Python);
@@ -65,11 +65,14 @@ KERNELS = {
 def build_tag():
     """An int64 naming what decides the JIT's machine code in this process."""
     codegen = cpu_target.target_context.codegen()
+    config = numba.config
     parts = (
         numba.__version__,
         llvmlite.__version__,
         sys.implementation.cache_tag,
         codegen.magic_tuple(),  # target triple, CPU name and features
+        # LLVM's vectorisers reorder the fastmath kernels' sums
+        (int(config.OPT), config.LOOP_VECTORIZE, config.SLP_VECTORIZE),
     )
     return int(hashlib.sha256(repr(parts).encode()).hexdigest()[:15], 16)
 
