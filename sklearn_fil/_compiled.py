@@ -1,11 +1,11 @@
 """The kernels a first report calls, compiled ahead of time when installing.
 
-numba compiles a kernel on its first call: about 14 of the 18 s of a first
-``sklearn-fil report`` (``benchmarks/results/startup.md``). ``setup.py``
-compiles the kernels of :data:`KERNELS` when the package is built instead,
-with numba's AOT compiler (``numba.pycc``), for the building machine's CPU,
-into the extension ``sklearn_fil._aot``. :func:`compiled` gives a kernel's
-compiled twin only where
+numba compiles a kernel on its first call: about 12 of the 15 s of a first
+``sklearn-fil report`` without this module (``benchmarks/results/startup.md``).
+``setup.py`` compiles the kernels of :data:`KERNELS` when the package is built
+instead, with numba's AOT compiler (``numba.pycc``), for the building
+machine's CPU, into the extension ``sklearn_fil._aot``. :func:`compiled` gives
+a kernel's compiled twin only where
 
 * the extension was built by this process's numba, llvmlite and Python, for
   this CPU (name and features: the rule numba's own cache follows) and with its
@@ -32,6 +32,7 @@ import sys
 
 import llvmlite
 import numba
+import numpy as np
 from numba._dispatcher import compute_fingerprint
 from numba.core.registry import cpu_target
 from numba.core.sigutils import normalize_signature
@@ -103,7 +104,8 @@ def compiled(kernel):
 
 class _Twin:
     """Calls the compiled ``function`` with arguments of the exported types,
-    else ``kernel``; the types of each argument fingerprint are checked once."""
+    else ``kernel``; the types of each argument fingerprint are checked once
+    (a fingerprint leaves out an array's alignment and byte order)."""
 
     def __init__(self, kernel, function, signature):
         self.kernel, self.function = kernel, function
@@ -112,6 +114,8 @@ class _Twin:
 
     def __call__(self, *args):
         try:
+            if not all(map(_behaved, args)):
+                return self.kernel(*args)
             key = tuple(map(compute_fingerprint, args))
         except (TypeError, ValueError, NotImplementedError):
             return self.kernel(*args)
@@ -120,3 +124,10 @@ class _Twin:
             exported = tuple(map(numba.typeof, args)) == self.argtypes
             self._exported[key] = exported
         return (self.function if exported else self.kernel)(*args)
+
+
+def _behaved(value):
+    """Not an array, or one aligned in native byte order."""
+    return not isinstance(value, np.ndarray) or (
+        value.flags.aligned and value.dtype.isnative
+    )

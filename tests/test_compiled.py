@@ -12,6 +12,7 @@ import time
 
 import numpy as np
 import pytest
+from numba.core.errors import TypingError
 from sklearn.datasets import load_breast_cancer
 from sklearn.preprocessing import StandardScaler
 
@@ -111,6 +112,7 @@ def test_arguments_of_other_types_go_to_the_jit(monkeypatch):
     X = rng.standard_normal((50, 3))
     u, v, w = rng.standard_normal((3, 50))
     expected = fisher_kernels.gradient_sums_serial(X, u, v, w)
+    assert _same_bits(twin(X, u, v, w), expected)  # X's fingerprint: exported
 
     def refuse(*args):
         raise AssertionError("the compiled twin took arguments of other types")
@@ -119,10 +121,17 @@ def test_arguments_of_other_types_go_to_the_jit(monkeypatch):
     readonly = X.copy()
     readonly.flags.writeable = False
     strided = np.repeat(X, 2, axis=0)[::2]
-    for other in (np.asfortranarray(X), strided, readonly):
+    # X's fingerprint, unaligned
+    unaligned = np.zeros(X.nbytes + 1, np.uint8)[1:].view(np.float64).reshape(X.shape)
+    unaligned[:] = X
+    for other in (np.asfortranarray(X), strided, readonly, unaligned):
         got = twin(other, u, v, w)
         np.testing.assert_allclose(got, expected, rtol=1e-13)
     assert twin(X.astype(np.float32), u, v, w).dtype == np.float64
+    try:  # X's fingerprint too: the JIT's call (a TypingError, on its own)
+        twin(X.astype(">f8"), u, v, w)
+    except TypingError:
+        pass
 
 
 @pytest.mark.skipif(not HAS_COMPILERS, reason="no C and C++ compiler: not built")
