@@ -7,10 +7,12 @@ instead, with numba's AOT compiler (``numba.pycc``), for the building
 machine's CPU, into the extension ``sklearn_fil._aot``. :func:`compiled` gives
 a kernel's compiled twin only where
 
-* the extension was built by this process's numba, llvmlite and Python, for
-  this CPU (name and features: the rule numba's own cache follows) and with its
-  optimisation settings, so that its machine code is the JIT's and its results
-  the same, bit for bit (``tests/test_compiled.py`` compares them);
+* the extension was built from the kernels' sources as they are, by this
+  process's numba, llvmlite and Python, for this CPU (name and features: the
+  rule numba's own cache follows) and with its optimisation settings, so that
+  its machine code is the JIT's and its results the same, bit for bit
+  (``tests/test_compiled.py`` compares them): a kernel edited since the build
+  runs as the JIT compiles it;
 * the arguments have the exported types: pycc's functions do not check them,
   and read an array of another dtype or layout wrongly;
 * and the JIT is enabled (``NUMBA_DISABLE_JIT=1`` runs the kernels as Python);
@@ -29,6 +31,7 @@ pandas: ``setup.py`` loads them by path, without the package's dependencies.
 import functools
 import hashlib
 import sys
+from pathlib import Path
 
 import llvmlite
 import numba
@@ -37,6 +40,7 @@ from numba._dispatcher import compute_fingerprint
 from numba.core.registry import cpu_target
 from numba.core.sigutils import normalize_signature
 
+_PACKAGE = Path(__file__).parent
 _A1, _A2, _I1 = "float64[::1]", "float64[:,::1]", "int64[::1]"
 # module -> {kernel: numba signature of the calls a report makes}
 KERNELS = {
@@ -52,7 +56,7 @@ KERNELS = {
         ),
     },
     "sklearn_fil.accounting._kernels": {
-        "gaussian_epsilons_serial": (
+        "gaussian_epsilons": (
             f"void({_A1},float64,float64,float64,float64,{_A1},{_A2},boolean,{_A1})"
         ),
         "range_above": f"Tuple((int64,float64,float64))({_A1},float64)",
@@ -64,10 +68,14 @@ KERNELS = {
 
 
 def build_tag():
-    """An int64 naming what decides the JIT's machine code in this process."""
+    """An int64 naming what decides the JIT's machine code in this process:
+    the kernels' sources and signatures, the compilers and their settings."""
     codegen = cpu_target.target_context.codegen()
     config = numba.config
+    sources = [_PACKAGE.joinpath(*m.split(".")[1:]).with_suffix(".py") for m in KERNELS]
     parts = (
+        [path.read_bytes() for path in sources],
+        KERNELS,
         numba.__version__,
         llvmlite.__version__,
         sys.implementation.cache_tag,

@@ -75,6 +75,7 @@ def _same_bits(a, b):
 
 @pytest.mark.skipif(not HAS_COMPILERS, reason="no C and C++ compiler: not built")
 def test_the_extension_is_built_for_this_process():
+    # fails after a kernel's module was edited: rebuild (pip install -e .)
     assert _compiled._extension() is not None
     assert all(compiled(kernel) is not kernel for kernel in _kernels())
 

@@ -64,7 +64,7 @@ NUDGE_RTOL = 1e-12
 ROUNDING = 4.0 * 2.0**-53
 # above this, 4 ulps are less than NUDGE_RTOL of a number
 _NORMAL = 1e-300
-# entries per block of the parallel loop (a few microseconds of work each)
+# entries per block, whose two passes (starts, then iterations) stay in cache
 _BLOCK = 1024
 # _block and _solve are inlined by numba (``inline="always"``), as the FIL
 # kernel's helpers are (see ``sklearn_fil/fisher/_kernels.py``): a first call
@@ -285,7 +285,7 @@ def _spline_start(mu, upper, knots, coef, scale):
     return min(exp_or_inf(log_eps), upper)
 
 
-@numba.njit(cache=True, nogil=True, parallel=True, error_model="numpy")
+@numba.njit(cache=True, nogil=True, error_model="numpy")
 def gaussian_epsilons(mu, mu0, z, delta, start, knots, coef, polish, out):
     """ε of the Gaussian mechanism for every ``mu = sensitivity / sigma`` into ``out``.
 
@@ -296,15 +296,9 @@ def gaussian_epsilons(mu, mu0, z, delta, start, knots, coef, polish, out):
     the evenly spaced ``knots`` (``coef`` in SciPy's ``PPoly.c`` layout) or,
     when ``coef`` has no column, from ``start`` (its ``upper`` when NaN).
     ``polish`` nudges each ε up until ``delta(eps) <= delta`` as computed.
+    On the calling thread; each entry alone, so slices of ``mu`` may run in
+    threads (``sklearn_fil.accounting._per_instance_gaussian``).
     """
-    n_blocks = (mu.shape[0] + _BLOCK - 1) // _BLOCK
-    for blk in numba.prange(n_blocks):
-        _block(mu, mu0, z, delta, start, knots, coef, polish, out, blk)
-
-
-@numba.njit(cache=True, nogil=True, error_model="numpy")
-def gaussian_epsilons_serial(mu, mu0, z, delta, start, knots, coef, polish, out):
-    """:func:`gaussian_epsilons` on the calling thread, for small arrays."""
     for blk in range((mu.shape[0] + _BLOCK - 1) // _BLOCK):
         _block(mu, mu0, z, delta, start, knots, coef, polish, out, blk)
 

@@ -14,6 +14,7 @@ from scipy.interpolate import CubicSpline
 from scipy.special import erfinv, ndtri
 
 from sklearn_fil._compiled import compiled
+from sklearn_fil._threads import row_parallel
 from sklearn_fil.accounting import _kernels
 from sklearn_fil.accounting._validation import (
     OPEN_UNIT,
@@ -37,9 +38,6 @@ _DBL_EPSILON = np.finfo(np.float64).eps
 # μ²/2 overflows from about 1.9e154 (ε is then above every double): the
 # starting splines stop here
 _MU_MAX = 1e154
-# Up to this many entries, on the calling thread only (the parallel kernel
-# wakes every thread).
-_SERIAL_UPTO = 2**14
 
 
 def _zero_below(delta):
@@ -60,12 +58,13 @@ def _upper_quantile(delta):
 
 
 def _kernel(mu, mu0, z, delta, start, knots, coef, polish, out):
-    """The serial or the parallel kernel, by the size of ``mu``."""
-    if mu.size <= _SERIAL_UPTO:
-        kernel = compiled(_kernels.gaussian_epsilons_serial)
-    else:
-        kernel = _kernels.gaussian_epsilons
-    kernel(mu, mu0, z, delta, start, knots, coef, polish, out)
+    """The kernel over ``mu``'s segments (in threads beyond one segment)."""
+    kernel = compiled(_kernels.gaussian_epsilons)
+
+    def segment(rows):
+        kernel(mu[rows], mu0, z, delta, start, knots, coef, polish, out[rows])
+
+    row_parallel(segment, mu.size)
 
 
 def _spline(low_mu, high_mu, size, mu0, z, delta, knots, coef):
