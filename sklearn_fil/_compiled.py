@@ -95,7 +95,11 @@ def _extension():
         from sklearn_fil import _aot
     except ImportError:
         return None
-    return _aot if _aot.build_tag() == build_tag() else None
+    try:
+        tag = build_tag()
+    except OSError:  # the kernels' sources are not installed: nothing to compare
+        return None
+    return _aot if _aot.build_tag() == tag else None
 
 
 @functools.cache
