@@ -70,8 +70,6 @@ import pandas as pd
 import scipy.sparse as sp
 from sklearn.utils.sparsefuncs import mean_variance_axis
 
-from sklearn_fil._compiled import compiled
-from sklearn_fil._moments import block_moments
 from sklearn_fil._threads import row_blocks, row_parallel
 from sklearn_fil.utils._dask import is_dask
 
@@ -406,12 +404,16 @@ def _column_moments(X, sample_weight):
         mean, var = mean_variance_axis(X, axis=0, weights=sample_weight)
         total = float(weight.sum())
         return total, np.asarray(mean), np.asarray(var) * total
+    from sklearn_fil._compiled import compiled
+    from sklearn_fil._moments import block_moments
+
     X = np.asarray(X, dtype=np.float64)
     weight = np.ascontiguousarray(weight, dtype=np.float64)
     block = max(1, _CHUNK_BYTES // (8 * max(X.shape[1], 1)))
+    kernel = compiled(block_moments)
 
     def segment(rows):
-        return compiled(block_moments)(X, weight, rows.start, rows.stop, block)
+        return kernel(X, weight, rows.start, rows.stop, block)
 
     return functools.reduce(_merge_moments, row_parallel(segment, n))
 

@@ -16,7 +16,6 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 
-import numba
 from sklearn.utils import gen_batches
 from threadpoolctl import ThreadpoolController
 
@@ -57,6 +56,8 @@ def pass_threads():
     Both count: under a BLAS limit alone (``threadpool_limits(1)``) the
     numba kernels still take every core. :func:`small_work` limits both.
     """
+    import numba
+
     return max(blas_threads(), numba.get_num_threads())
 
 
@@ -106,6 +107,8 @@ def small_work(rows, p):
         if rows * p * p <= SMALL_WORK:
             stack.enter_context(one_blas_thread())
         if rows * p <= SMALL_KERNEL_WORK:
+            import numba
+
             numba_threads = numba.get_num_threads()
             numba.set_num_threads(1)
             stack.callback(numba.set_num_threads, numba_threads)
@@ -119,6 +122,8 @@ def one_numba_thread():
     ``parallel=True``, same results) does its work: a first call does not
     wait for the parallel variant to compile.
     """
+    import numba
+
     return numba.get_num_threads() == 1
 
 
@@ -136,6 +141,8 @@ def row_parallel(func, n):
     n_threads = min(pass_threads(), len(segments))
     if n_threads < 2:
         return [func(rows) for rows in segments]
+    import numba
+
     with (
         one_blas_thread(),
         ThreadPoolExecutor(

@@ -17,12 +17,6 @@ import numpy as np
 from scipy.optimize import brentq
 from scipy.special import gammaln, logsumexp, ndtr, ndtri
 
-from sklearn_fil.accounting._dpsgd_histogram import (
-    MAX_STEPS,
-    READ_BLOCK,
-    LevelHistograms,
-    check_norms,
-)
 from sklearn_fil.accounting._events import (
     ACCOUNTANTS,
     ACCOUNTING_RELATIONS,
@@ -816,6 +810,8 @@ class PerInstanceAccountant:
         # Levels k = 0..top stand for the norms min(k precision, sensitivity).
         self._top = int(_ceil_multiple(self.sensitivity, self.precision))
         self._cache = {}
+        from sklearn_fil.accounting._dpsgd_histogram import LevelHistograms
+
         self._hist = LevelHistograms(self.n_samples, self._top)
         self._n_steps = 0
 
@@ -885,8 +881,10 @@ class PerInstanceAccountant:
         self : PerInstanceAccountant
             The accountant, with one more step accounted.
         """
-        if self._n_steps >= MAX_STEPS:
-            raise ValueError(f"PerInstanceAccountant counts at most {MAX_STEPS} steps.")
+        if self._n_steps >= self._hist.MAX_STEPS:
+            raise ValueError(
+                f"PerInstanceAccountant counts at most {self._hist.MAX_STEPS} steps."
+            )
         if norms is not None:
             self.set_norms(norms, indices)
         self._n_steps += 1
@@ -922,14 +920,13 @@ class PerInstanceAccountant:
             raise ValueError(f"norms must have shape {shape}, got shape {norms.shape}.")
         norms = np.ascontiguousarray(norms)
         # one numba pass checks the input before anything changes
-        hist = self._hist
-        status = check_norms(indices, all_rows, norms, hist.marks, hist.next_stamp())
+        status = self._hist.check_norms(indices, all_rows, norms)
         if status == -1:
             raise ValueError(_INDICES_MSG.format(self.n_samples))
         if status == -2:
             rule = "norms must be finite and >= 0, got a norm equal to {!r}."
             check_entries(norms, ~np.isfinite(norms) | (norms < 0), rule)
-        hist.move(
+        self._hist.move(
             indices, all_rows, norms, self._n_steps, self.precision, self.sensitivity
         )
         return self
@@ -952,8 +949,9 @@ class PerInstanceAccountant:
         delta = float(delta)
         table = self._table()
         out = np.empty(self.n_samples)
-        for start in range(0, self.n_samples, READ_BLOCK):
-            stop = min(start + READ_BLOCK, self.n_samples)
+        block = self._hist.READ_BLOCK
+        for start in range(0, self.n_samples, block):
+            stop = min(start + block, self.n_samples)
             rdp = self._hist.rdp_rows(start, stop, self._n_steps, table)
             out[start:stop] = _rdp_to_epsilon_rows(self._orders, rdp, delta)
         return out

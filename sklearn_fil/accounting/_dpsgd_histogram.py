@@ -20,9 +20,6 @@ import numpy as np
 
 INLINE_SLOTS = 8
 BLOCK_SLOTS = 8
-MAX_STEPS = 2**32 - 2
-# Rows of RDP formed at once when reading the histograms.
-READ_BLOCK = 8192
 
 
 def level_dtype(top):
@@ -34,7 +31,7 @@ def level_dtype(top):
 
 
 @numba.njit(cache=True, nogil=True)
-def check_norms(indices, all_rows, norms, marks, stamp):
+def _check_norms(indices, all_rows, norms, marks, stamp):
     """0 if the input is valid; -1 for a bad or repeated index, -2 for a bad norm.
 
     ``all_rows`` means the norms are those of every example, in order (and
@@ -207,6 +204,11 @@ class LevelHistograms:
         Highest level; every example starts there.
     """
 
+    # the most steps counted: counts and stamps are uint32
+    MAX_STEPS = 2**32 - 2
+    # rows of RDP formed at once when reading the histograms
+    READ_BLOCK = 8192
+
     def __init__(self, n, top):
         dtype = level_dtype(top)
         self.top = top
@@ -240,13 +242,14 @@ class LevelHistograms:
             dst[:blocks] = src
         self.pool = new
 
-    def next_stamp(self):
-        """A fresh stamp for :func:`check_norms` (marks reset on wrap-around)."""
+    def check_norms(self, indices, all_rows, norms):
+        """0 if the input of :meth:`move` is valid; -1 for a bad or repeated
+        index, -2 for a bad norm (one pass; nothing changes but the marks)."""
         if self.stamp == np.iinfo(np.uint32).max:
             self.marks[:] = 0
             self.stamp = 0
         self.stamp += 1
-        return self.stamp
+        return _check_norms(indices, all_rows, norms, self.marks, self.stamp)
 
     def move(self, indices, all_rows, norms, n_steps, precision, sensitivity):
         """Apply :func:`apply_norms` to every norm, growing the pool as needed."""

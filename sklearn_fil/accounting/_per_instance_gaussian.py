@@ -13,9 +13,7 @@ import numpy as np
 from scipy.interpolate import CubicSpline
 from scipy.special import erfinv, ndtri
 
-from sklearn_fil._compiled import compiled
 from sklearn_fil._threads import row_parallel
-from sklearn_fil.accounting import _kernels
 from sklearn_fil.accounting._validation import (
     OPEN_UNIT,
     POSITIVE,
@@ -59,7 +57,10 @@ def _upper_quantile(delta):
 
 def _kernel(mu, mu0, z, delta, start, knots, coef, polish, out):
     """The kernel over ``mu``'s segments (in threads beyond one segment)."""
-    kernel = compiled(_kernels.gaussian_epsilons)
+    from sklearn_fil._compiled import compiled
+    from sklearn_fil.accounting._kernels import gaussian_epsilons
+
+    kernel = compiled(gaussian_epsilons)
 
     def segment(rows):
         kernel(mu[rows], mu0, z, delta, start, knots, coef, polish, out[rows])
@@ -85,12 +86,15 @@ def _epsilon(mu, delta):
     when ``mu`` is one value to within ``_NARROW``; else a cubic spline of
     ``log eps`` in ``log mu`` on ``_GRID`` (``_FINE_GRID``) exact points.
     """
+    from sklearn_fil._compiled import compiled
+    from sklearn_fil.accounting._kernels import range_above
+
     mu = np.ascontiguousarray(mu, dtype=np.float64)
     epsilon = np.empty(mu.size)
     mu0 = _zero_below(delta)
     # the privacy loss is N(μ²/2, μ²), so ε = μ²/2 + μ Φ⁻¹(1 - δ) bounds δ
     z = _upper_quantile(delta)
-    count, low_mu, high_mu = compiled(_kernels.range_above)(mu, mu0)
+    count, low_mu, high_mu = compiled(range_above)(mu, mu0)
     high_mu = min(high_mu, _MU_MAX)
     start, knots, coef = np.nan, np.empty(0), _NO_SPLINE
     if count <= _GRID or low_mu > _MU_MAX:

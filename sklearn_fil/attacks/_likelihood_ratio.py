@@ -13,7 +13,6 @@ from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted
 
 from sklearn_fil._glm import fit_glm
-from sklearn_fil._leave_one_out import LOO_TOL, leave_one_out
 from sklearn_fil.accounting import check_delta, per_instance_gaussian_epsilon
 from sklearn_fil.attacks._base import adversary_weights, target_glm, training_rows
 from sklearn_fil.attacks._contract import deprecation, keyword_fit_params, require
@@ -256,6 +255,8 @@ class LikelihoodRatioMembershipInference(BaseEstimator):
         X = recipe.clip(X)
         y = recipe.encode(y)
         glm = (recipe.lam, recipe.fit_intercept, recipe.penalize_intercept)
+        from sklearn_fil._leave_one_out import LOO_TOL, leave_one_out
+
         w, _ = fit_glm(X, y, omega, recipe.loss, *glm, tol=LOO_TOL, max_iter=100)
         loo = leave_one_out(X, y, w, omega, recipe.loss, *glm, return_shifts=True)
         w = loo.minimiser

@@ -11,7 +11,6 @@ import numpy as np
 from scipy import linalg
 from sklearn.utils import assert_all_finite, check_array, check_consistent_length
 
-from sklearn_fil._compiled import compiled
 from sklearn_fil._glm import GLMProblem, SPDFactor, augment_rmatvec, weighted_grams
 from sklearn_fil._losses import get_family
 from sklearn_fil._threads import (
@@ -22,7 +21,6 @@ from sklearn_fil._threads import (
     small_work,
 )
 from sklearn_fil.exceptions import NotAMinimiserWarning
-from sklearn_fil.fisher import _kernels as kernels
 from sklearn_fil.utils._onehot import check_onehot_groups
 from sklearn_fil.utils._sparse import as_csr, issparse
 
@@ -318,7 +316,9 @@ def _match_loss_hessian(problem):
     if issparse(X):
         column = problem.rmatvec(kappa * X[:, [j]].toarray().ravel())
     else:  # one read of X
-        column = kernels.gram_column(X, kappa, j)
+        from sklearn_fil.fisher._kernels import gram_column
+
+        column = gram_column(X, kappa, j)
         column = column if problem.fit_intercept else column[:-1]
     # |sum_i kappa_i x_ij x_ik| <= sqrt(H_jj H_kk) (Cauchy-Schwarz, kappa >= 0)
     # bounds the terms, hence the rounding, of entry k
@@ -489,6 +489,9 @@ def _gradient_sums(problem, u, v, w):
     if issparse(X):
         sums = [X.T @ u, X.T @ v, abs(X).T @ np.abs(w)]
     else:
+        from sklearn_fil._compiled import compiled
+        from sklearn_fil.fisher import _kernels as kernels
+
         if one_numba_thread():
             kernel = compiled(kernels.gradient_sums_serial)
         else:
@@ -606,6 +609,9 @@ class _Rotations:
             Z = np.ascontiguousarray(chunk @ self.rot)
         else:
             Z = np.matmul(chunk, self.rot, out=Z[: chunk.shape[0]])
+        from sklearn_fil._compiled import compiled
+        from sklearn_fil.fisher import _kernels as kernels
+
         if one_numba_thread():
             kernel = compiled(kernels.per_example_fil_serial)
         else:
@@ -711,6 +717,9 @@ def _attribute_totals(w, H_inv, C2, C0, s, rho2, attributes):
     per-example kernel again, in the eigenbasis of the shared ``M2 = H^-1 C2
     H^-1``.
     """
+    from sklearn_fil._compiled import compiled
+    from sklearn_fil.fisher._kernels import top_eigenvalue
+
     p = w.size
     total = np.empty(len(attributes))
     M2 = H_inv @ C2 @ H_inv
@@ -726,7 +735,7 @@ def _attribute_totals(w, H_inv, C2, C0, s, rho2, attributes):
             total[a_idx] = _top_eig(H_inv @ C0 @ H_inv)
         elif len(att) == 1:
             j = att[0]
-            total[a_idx] = compiled(kernels.top_eigenvalue)(
+            total[a_idx] = compiled(top_eigenvalue)(
                 m2_eval, w[j] ** 2, rot_e[j], rot_s, rho2, w[j], work_a, work_b
             )
         else:

@@ -39,11 +39,6 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from sklearn_fil._leave_one_out import (
-    leave_one_out,
-    leave_one_out_interval,
-    squared_refits,
-)
 from sklearn_fil._losses import get_family
 from sklearn_fil.accounting import default_delta, per_instance_gaussian_epsilon
 from sklearn_fil.linear_model._base import CERTIFIED_FRACTION
@@ -219,6 +214,12 @@ def per_instance_columns(
         ``exact``, so a bound is never read as the exact distance, followed
         by ``loo_sensitivity_lower`` with an ``interval``.
     """
+    from sklearn_fil._leave_one_out import (
+        leave_one_out,
+        leave_one_out_interval,
+        squared_refits,
+    )
+
     accounting = estimator_accounting(estimator, X.shape[0], omega, delta, exact)
     args = (
         estimator.lam_,

@@ -31,7 +31,6 @@ import numpy as np
 
 from sklearn_fil import _backend
 from sklearn_fil._network import DenseNetwork
-from sklearn_fil.neural._kernels import linear_jacobian_sq_norms
 
 _SQRT_2PI = math.sqrt(2.0 * math.pi)
 _TINY = float(np.finfo(np.float64).tiny)
@@ -346,6 +345,8 @@ class Network(DenseNetwork):
         xp = self.xp
         b, m = acts[0].shape[0], coords.shape[0]
         if len(self.coefs) == 1 and xp is np:  # logistic: closed form in numba
+            from sklearn_fil.neural._kernels import linear_jacobian_sq_norms
+
             out = np.empty((b, coords.size))
             linear_jacobian_sq_norms(
                 np.ascontiguousarray(acts[0]),

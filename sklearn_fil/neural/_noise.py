@@ -22,8 +22,6 @@ generators; like them, it is not a cryptographic generator.
 
 import numpy as np
 
-from sklearn_fil.neural._kernels import standard_normal_block
-
 # The most blocks of the noise, and the fewest coordinates per block.
 MAX_BLOCKS = 8
 MIN_BLOCK = 2**13
@@ -95,5 +93,7 @@ class NoiseStreams:
         """The next deviates of every block into ``out`` (host, ``(size,)``)."""
         if out.shape != (self.size,):
             raise ValueError(f"out must have shape ({self.size},); got {out.shape}.")
+        from sklearn_fil.neural._kernels import standard_normal_block
+
         for g, lo, hi in self.blocks:
             standard_normal_block(g, out[lo:hi])

@@ -29,15 +29,6 @@ from numbers import Integral
 import numpy as np
 
 from sklearn_fil import _backend
-from sklearn_fil.neural._kernels import (
-    CLIP_GELU,
-    CLIP_HARD,
-    CLIP_NONE,
-    binary_clipped_sum,
-    linear_fil_accumulate,
-    linear_fil_accumulate_serial,
-    noisy_sgd_block,
-)
 from sklearn_fil.neural._network import (
     NON_FINITE_GRADIENT,
     check_finite_norms,
@@ -327,7 +318,10 @@ class BinaryLinearSteps:
     def __init__(self, net, X, Y, max_grad_norm, clipping, grads):
         self.X, self.Y = X, Y
         self.C, self.clipping = float(max_grad_norm), clipping
-        self.code = {None: CLIP_NONE, "hard": CLIP_HARD, "gelu": CLIP_GELU}[clipping]
+        from sklearn_fil.neural import _kernels as k
+
+        codes = {None: k.CLIP_NONE, "hard": k.CLIP_HARD, "gelu": k.CLIP_GELU}
+        self.code = codes[clipping]
         self.w = net.coefs[0].reshape(-1)  # views: they follow the updates
         self.b = net.intercepts[0]
         self.grad_w = grads[0][0].reshape(-1)
@@ -361,6 +355,8 @@ class BinaryLinearSteps:
         :func:`~sklearn_fil.neural._kernels.binary_clipped_sum`): the
         general path must take the step.
         """
+        from sklearn_fil.neural._kernels import binary_clipped_sum
+
         b = indices.size
         norms, c, z, delta, x_sq = (np.empty(b) for _ in range(5))
         gathered = self._rows[:0]
@@ -546,6 +542,8 @@ class NoisySGD:
         return self._step_generic(net, grads)
 
     def _step_numpy(self, grads):
+        from sklearn_fil.neural._kernels import noisy_sgd_block
+
         if grads is None:
             self.flat_grads.fill(0.0)
         elif grads is not self.grads:
@@ -674,10 +672,12 @@ class FILAccumulator:
             # NumPy logistic fast path: one numba pass adds straight into the
             # accumulators (reading the batch's rows from the whole data when
             # they were not gathered)
+            from sklearn_fil.neural import _kernels
+
             whole = batch.acts is None
-            kernel = linear_fil_accumulate
+            kernel = _kernels.linear_fil_accumulate
             if coords.size <= _SERIAL_FIL_COORDINATES:
-                kernel = linear_fil_accumulate_serial
+                kernel = _kernels.linear_fil_accumulate_serial
             kernel(
                 batch.data if whole else batch.acts[0],
                 np.ascontiguousarray(coords, dtype=np.int64),

@@ -13,7 +13,7 @@ from scipy.stats import norm as normal
 from sklearn.datasets import load_breast_cancer
 from sklearn.preprocessing import StandardScaler
 
-from sklearn_fil.neural import DPSGDClassifier, _training
+from sklearn_fil.neural import DPSGDClassifier, _kernels, _training
 from sklearn_fil.neural._kernels import (
     CLIP_GELU,
     CLIP_HARD,
@@ -119,7 +119,7 @@ def kernel_calls(monkeypatch):
         calls[0] += 1
         return binary_clipped_sum(*args)
 
-    monkeypatch.setattr(_training, "binary_clipped_sum", counted)
+    monkeypatch.setattr(_kernels, "binary_clipped_sum", counted)
     return calls
 
 
