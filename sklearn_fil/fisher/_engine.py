@@ -91,6 +91,17 @@ class FisherInformationLoss:
     gradient: np.ndarray
 
 
+def _row_kernel(name):
+    """The kernel ``name`` of :mod:`sklearn_fil.fisher._kernels`, or on one numba
+    thread its serial twin (compiled when installing where that applies)."""
+    from sklearn_fil._compiled import compiled
+    from sklearn_fil.fisher import _kernels
+
+    if one_numba_thread():
+        return compiled(getattr(_kernels, f"{name}_serial"))
+    return getattr(_kernels, name)
+
+
 def _top_eig(M):
     """Largest eigenvalue of a symmetric PSD matrix (0 for an empty one).
 
@@ -489,14 +500,7 @@ def _gradient_sums(problem, u, v, w):
     if issparse(X):
         sums = [X.T @ u, X.T @ v, abs(X).T @ np.abs(w)]
     else:
-        from sklearn_fil._compiled import compiled
-        from sklearn_fil.fisher import _kernels as kernels
-
-        if one_numba_thread():
-            kernel = compiled(kernels.gradient_sums_serial)
-        else:
-            kernel = kernels.gradient_sums
-        sums = list(kernel(X, u, v, w))
+        sums = list(_row_kernel("gradient_sums")(X, u, v, w))
     if problem.fit_intercept:
         sums = [
             np.append(x, t.sum()) for x, t in zip(sums, (u, v, np.abs(w)), strict=True)
@@ -609,14 +613,7 @@ class _Rotations:
             Z = np.ascontiguousarray(chunk @ self.rot)
         else:
             Z = np.matmul(chunk, self.rot, out=Z[: chunk.shape[0]])
-        from sklearn_fil._compiled import compiled
-        from sklearn_fil.fisher import _kernels as kernels
-
-        if one_numba_thread():
-            kernel = compiled(kernels.per_example_fil_serial)
-        else:
-            kernel = kernels.per_example_fil
-        kernel(
+        _row_kernel("per_example_fil")(
             Z,  # C-contiguous [YU, G]
             self.offset[:p],
             self.offset[p:],
