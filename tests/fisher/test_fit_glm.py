@@ -200,10 +200,13 @@ def test_a_newton_system_after_a_chord_step_reuses_its_gradient(problem, monkeyp
     passes = _glm.RowPasses(X, y, omega, "logistic", True)
     w = np.full(D + 1, 0.01)
     g = passes.gradient(w)
-    products = []
-    real = _glm.augment_rmatvec
+    products = []  # passes that take X^T v: alone, or fused with the margins
+    real, fused = _glm.augment_rmatvec, _glm.RowPasses._fused_entry
     monkeypatch.setattr(
         _glm, "augment_rmatvec", lambda *a: products.append(1) or real(*a)
+    )
+    monkeypatch.setattr(
+        _glm.RowPasses, "_fused_entry", lambda *a: products.append(1) or fused(*a)
     )
     _, g_system = passes.newton_system(w)
     assert products == []

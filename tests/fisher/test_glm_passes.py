@@ -89,9 +89,11 @@ def test_the_kept_margin_follows_the_weights():
 @pytest.mark.parametrize("n_threads", [1, 2])
 @pytest.mark.parametrize("has_intercept", [True, False])
 def test_gradient_in_one_read_equals_two_passes(monkeypatch, n_threads, has_intercept):
-    # segments of 9 rows (a short last one) on one or two threads: the
-    # gradient at new weights, and the margins it keeps for the objective
+    # segments of 9 rows (a short last one) in blocks of 4 (a short last one),
+    # on one or two threads: the gradient at new weights, and the margins it
+    # keeps for the objective
     monkeypatch.setattr(_threads, "_SEGMENT_ROWS", 9)
+    monkeypatch.setattr(_glm, "cache_rows", lambda width: 4)
     monkeypatch.setattr(_threads, "pass_threads", lambda: n_threads)
     rng = np.random.default_rng(3)
     X = rng.standard_normal((50, 3)) * [1.0, 1e3, 1e-3]
