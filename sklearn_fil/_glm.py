@@ -544,9 +544,10 @@ class RowPasses:
         """:meth:`_entry` of ``w`` with its margins and gradient, computed if
         needed (in one read of a dense ``X``: :meth:`_fused_entry`)."""
         entry = self._entry(w)
-        if entry is None and not issparse(self.X):
-            return self._fused_entry(w)
-        entry = entry or self._margin_entry(w)
+        if entry is None:
+            if not issparse(self.X):
+                return self._fused_entry(w)
+            entry = self._margin_entry(w)
         if entry[2] is None:
             r, _ = self.family.derivatives(entry[1], self.y)
             entry[2] = augment_rmatvec(self.X, self.omega * r, self.fit_intercept)

@@ -5,6 +5,10 @@ segments of rows over Python threads, BLAS and numba on one thread in each
 (:func:`row_parallel`); blocks of rows are sized to stay in a core's cache.
 Each policy is kept while it wins by at least 10 % on an idle machine: see
 ``benchmarks/results/threads.md`` (``benchmarks/bench_threads.py`` measures it).
+
+numba is imported inside the functions that need it, as the kernels' modules
+are everywhere in the package: ``import sklearn_fil`` leaves it out (about
+0.35 s), the first kernel loads it (``tests/test_startup.py``).
 """
 
 # Authors: The sklearn-fil developers
