@@ -40,7 +40,7 @@ assert not loaded, loaded
 
 
 def test_import_loads_no_numba_and_compiles_no_kernel():
-    # numba's import (about 0.3 s) waits for the first kernel; importing the
+    # numba's import (about 0.35 s) waits for the first kernel; importing the
     # kernels' modules then compiles nothing: a kernel with an explicit
     # signature would compile (or load from the cache) at every import
     proc = subprocess.run(
