@@ -717,6 +717,7 @@ def _attribute_totals(w, H_inv, C2, C0, s, rho2, attributes):
     from sklearn_fil._compiled import compiled
     from sklearn_fil.fisher._kernels import top_eigenvalue
 
+    top_eigenvalue = compiled(top_eigenvalue)
     p = w.size
     total = np.empty(len(attributes))
     M2 = H_inv @ C2 @ H_inv
@@ -732,7 +733,7 @@ def _attribute_totals(w, H_inv, C2, C0, s, rho2, attributes):
             total[a_idx] = _top_eig(H_inv @ C0 @ H_inv)
         elif len(att) == 1:
             j = att[0]
-            total[a_idx] = compiled(top_eigenvalue)(
+            total[a_idx] = top_eigenvalue(
                 m2_eval, w[j] ** 2, rot_e[j], rot_s, rho2, w[j], work_a, work_b
             )
         else:
