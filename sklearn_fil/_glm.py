@@ -530,9 +530,14 @@ class RowPasses:
         return self._margin_entry(w)[1]
 
     def margin_change(self, w, w_new):
-        """``max_i |x~_i^T (w_new - w)|``, keeping the margins at both."""
+        """``max_i |x~_i^T (w_new - w)|``, keeping the margins at both.
+
+        The gradient at ``w_new`` comes with its margins (one read of a dense
+        ``X``, :meth:`_gradient_entry`): a step taken asks for it next.
+        """
         old = self.margin(w)
-        return float(np.max(np.abs(self.margin(w_new) - old), initial=0.0))
+        new = self._gradient_entry(w_new)[1]
+        return float(np.max(np.abs(new - old), initial=0.0))
 
     def objective(self, w):
         return float(self.omega @ self.family.value(self.margin(w), self.y))

@@ -214,3 +214,20 @@ def test_a_newton_system_after_a_chord_step_reuses_its_gradient(problem, monkeyp
     fresh = _glm.RowPasses(X, y, omega, "logistic", True)
     assert_allclose(fresh.newton_system(w)[1], g, rtol=1e-12)
     assert products == [1]
+
+
+def test_a_step_s_margin_change_keeps_the_gradient_there(problem, monkeypatch):
+    # a full step is judged by the margins it moves; the gradient at its end,
+    # which the next step asks for, comes from the same read of X
+    X, y, omega = problem
+    w = np.full(D + 1, 0.01)
+    w_new = w - np.linspace(-1e-3, 1e-3, D + 1)
+    expected = _glm.RowPasses(X, y, omega, "logistic", True).gradient(w_new)
+    passes = _glm.RowPasses(X, y, omega, "logistic", True)
+    change = passes.margin_change(w, w_new)
+    assert_allclose(change, np.max(np.abs(X @ (w_new - w)[:D] + (w_new - w)[D])))
+    reads = []
+    monkeypatch.setattr(_glm, "augment_rmatvec", lambda *a: reads.append(1))
+    monkeypatch.setattr(_glm.RowPasses, "_fused_entry", lambda *a: reads.append(1))
+    assert_allclose(passes.gradient(w_new), expected, rtol=1e-12)
+    assert reads == []
