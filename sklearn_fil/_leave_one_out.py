@@ -302,11 +302,16 @@ def leave_one_out_interval(
     )
     n = len(omega)
     size, vKv, den, sqnorm = (np.empty(n) for _ in range(4))
+    weighted_resid = omega * resid
+    block = cache_rows(len(w))
 
     def segment(rows):
-        for sl in row_blocks(rows, cache_rows(len(w))):
-            out = step.rows(X[sl], omega[sl] * resid[sl], kappa[sl])
-            size[sl], vKv[sl], den[sl], sqnorm[sl] = out
+        C = np.empty((min(block, rows.stop - rows.start), len(w)))
+        for sl in row_blocks(rows, block):
+            step.rows(
+                X[sl], weighted_resid[sl], kappa[sl], C, size[sl], vKv[sl], den[sl],
+                sqnorm[sl],
+            )  # fmt: skip
 
     row_parallel(segment, n)
     bounds = _Bounds(
@@ -340,30 +345,78 @@ class _OneStep:
     reg: float
     d: int
 
-    def rows(self, Xi, weighted_resid, kappa):
-        """``(||v_i||, v_i^T K v_i, 1 - kappa_i h_i, ||x~_i||^2)`` of the rows ``Xi``.
+    def rows(self, Xi, weighted_resid, kappa, C, size, vKv, den, sqnorm):
+        """``||v_i||``, ``v_i^T K v_i``, ``1 - kappa_i h_i`` and ``||x~_i||^2``
+        of the rows ``Xi``, written into ``size``, ``vKv``, ``den`` and
+        ``sqnorm``.
 
         ``weighted_resid`` holds their ``omega_i psi'(m_i)``, ``kappa`` their
-        ``omega_i psi''(m_i)``.
+        ``omega_i psi''(m_i)``; ``C`` is a buffer of at least as many rows
+        for ``X~ H^-1``. One product, then one numba pass over the rows
+        while they are in cache (:func:`_one_step_rows`); a CSR block is
+        made dense for that pass (a block as large as its ``C``).
         """
-        C, leverage = _solve_rows(Xi, self.H_inv, self.has_b)
-        den = 1.0 - kappa * leverage
-        ar = C @ self.r  # x~_i^T H^-1 r
-        with np.errstate(divide="ignore", invalid="ignore"):
-            beta = (weighted_resid - kappa * ar) / den
-        V = C  # v_i, in place: C is not read again (one block temporary)
-        V *= beta[:, None]
-        V -= self.a
-        size2 = np.einsum("ij,ij->i", V, V)
-        vHv = beta * beta * leverage - 2.0 * beta * ar + self.a @ self.r
-        # ||P v||^2: all of v but an unpenalised intercept
-        penalised = size2 if self.d == V.shape[1] else size2 - V[:, -1] ** 2
-        vKv = np.maximum(vHv - self.reg * penalised, 1e-12 * vHv)
+        d = Xi.shape[1]
+        C = C[: Xi.shape[0]]
         if _sparse.issparse(Xi):
-            sqnorm = _sparse.row_norms(Xi) ** 2
+            C[...] = Xi @ self.H_inv[:d]
+            Xi = Xi.toarray()
         else:
-            sqnorm = np.einsum("ij,ij->i", Xi, Xi)
-        return np.sqrt(size2), vKv, den, sqnorm + self.has_b
+            np.matmul(Xi, self.H_inv[:d], out=C)
+        offset = self.H_inv[d] if self.has_b else np.zeros(d)
+        _one_step_rows(
+            Xi, C, offset, weighted_resid, kappa, self.r, self.a,
+            float(self.a @ self.r), self.reg, self.d, size, vKv, den, sqnorm,
+        )  # fmt: skip
+
+
+# reordered (vectorised) sums: 0.08 s of 0.7 at n = 10^6, d = 100
+@numba.njit(
+    cache=True, nogil=True, error_model="numpy", fastmath={"reassoc", "contract"}
+)
+def _one_step_rows(
+    X, C, offset, weighted_resid, kappa, r, a, ar_all, reg, d_pen, size, vKv, den,
+    sqnorm,
+):  # fmt: skip
+    """:meth:`_OneStep.rows` of the dense rows ``X``, given ``C = X H^-1[:d]``.
+
+    ``C + offset`` holds the rows ``H^-1 x~_i`` (the offset is the
+    intercept's part), so one sweep over a row gives ``h_i = x~_i^T H^-1
+    x~_i``, ``x~_i^T H^-1 r`` and ``||x~_i||^2``, hence ``beta_i`` and
+    ``1 - kappa_i h_i``; a second gives ``||v_i||^2`` of ``v_i = beta_i
+    H^-1 x~_i - a`` (its ``d_pen`` penalised coordinates first), whence
+    ``v_i^T H v_i = beta_i^2 h_i - 2 beta_i x~_i^T H^-1 r + a^T r`` and
+    ``v_i^T K v_i``, floored at ``1e-12 v_i^T H v_i``.
+    """
+    d = X.shape[1]
+    p = C.shape[1]
+    for i in range(X.shape[0]):
+        leverage = 0.0
+        ar = 0.0
+        sq = 0.0
+        for k in range(d):
+            c = C[i, k] + offset[k]
+            leverage += X[i, k] * c
+            ar += c * r[k]
+            sq += X[i, k] * X[i, k]
+        for k in range(d, p):  # the intercept's: x~_ik = 1
+            c = C[i, k] + offset[k]
+            leverage += c
+            ar += c * r[k]
+        den[i] = 1.0 - kappa[i] * leverage
+        beta = (weighted_resid[i] - kappa[i] * ar) / den[i]
+        penalised = 0.0
+        rest = 0.0
+        for k in range(d_pen):
+            v = beta * (C[i, k] + offset[k]) - a[k]
+            penalised += v * v
+        for k in range(d_pen, p):
+            v = beta * (C[i, k] + offset[k]) - a[k]
+            rest += v * v
+        size[i] = np.sqrt(penalised + rest)
+        vHv = beta * beta * leverage - 2.0 * beta * ar + ar_all
+        vKv[i] = max(vHv - reg * penalised, 1e-12 * vHv)
+        sqnorm[i] = sq + (p - d)
 
 
 @dataclass(frozen=True)
