@@ -39,7 +39,9 @@ fit stopped at a looser tolerance does not shift ``Delta_i``), and evaluates
 ``psi'(m + delta) - psi'(m)`` without cancellation, so ``Delta_i`` keeps its
 relative accuracy however small it is: ``tol`` (default ``1e-10``) relative.
 
-Sparse X. A CSR ``X`` is never densified: its products give dense blocks.
+Sparse X. A CSR ``X`` is never densified whole: its products give dense
+blocks (the certified interval makes each cache-sized block of rows dense,
+as large as its product).
 
 Certified interval (logistic loss, ``O(n p^2)``). :func:`leave_one_out_interval`
 brackets every ``Delta_i`` without the ``O(n^2 p)`` iteration. Expand around
