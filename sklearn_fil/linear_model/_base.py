@@ -39,7 +39,7 @@ from sklearn_fil._report import (
     target_label,
     with_report_attrs,
 )
-from sklearn_fil._threads import row_parallel, small_work
+from sklearn_fil._threads import cache_rows, row_blocks, row_parallel, small_work
 from sklearn_fil.accounting import Guarantee, gaussian_rdp, mse_bound_rdp
 from sklearn_fil.fisher import fisher_information_loss
 from sklearn_fil.utils._baseline import fit_quality, warn_if_useless
@@ -664,13 +664,19 @@ def _privacy_report(fitted, data, names):
 def _extremes(X):
     """``(X.max(), X.min())``, NaN if ``X`` has one; dense rows in parallel.
 
-    Max and min, not ``abs(X).max()``: no ``n x d`` temporary. The pass also
-    serves as the finiteness check of ``X``.
+    Max and min, not ``abs(X).max()``: no ``n x d`` temporary. Both of each
+    cache-sized block of rows while it is in cache (a segment's max, then its
+    min, read it twice from memory). The pass also serves as the finiteness
+    check of ``X``.
     """
     if issparse(X):
         return np.array([X.max(), X.min()], dtype=np.float64)
-    pairs = row_parallel(lambda rows: (X[rows].max(), X[rows].min()), X.shape[0])
-    pairs = np.asarray(pairs, dtype=np.float64)
+    block = cache_rows(X.shape[1])
+
+    def segment(rows):
+        return [(X[sl].max(), X[sl].min()) for sl in row_blocks(rows, block)]
+
+    pairs = np.vstack(row_parallel(segment, X.shape[0]))
     return np.array([pairs[:, 0].max(), pairs[:, 1].min()])
 
 
