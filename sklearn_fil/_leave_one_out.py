@@ -305,7 +305,8 @@ def leave_one_out_interval(
     n = len(omega)
     size, vKv, den, sqnorm = (np.empty(n) for _ in range(4))
     weighted_resid = omega * resid
-    block = cache_rows(len(w))
+    # a CSR block is made dense beside its product: both in the block's bytes
+    block = cache_rows(len(w) + X.shape[1] * _sparse.issparse(X))
 
     def segment(rows):
         C = np.empty((min(block, rows.stop - rows.start), len(w)))

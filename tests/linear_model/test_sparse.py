@@ -32,6 +32,7 @@ from sklearn_fil import (
 )
 from sklearn_fil._glm import GLMProblem
 from sklearn_fil._leave_one_out import _Problem, leave_one_out
+from sklearn_fil.linear_model._output_perturbation import AUTO_EXACT_MAX_SAMPLES
 from sklearn_fil.utils import _clipping, _sparse
 from sklearn_fil.utils._onehot import detect_onehot_groups
 from tests.linear_model.test_leave_one_out import brute_force
@@ -326,8 +327,9 @@ def test_sparse_fit_never_densifies_X():
     """Peak traced memory of a fit far below the n x d dense array (17 MB).
 
     The dense temporaries are per block of rows, bounded by a constant that
-    does not grow with n (a few MiB). The estimator is fitted once before, so
-    that compiling the kernels is not traced.
+    does not grow with n (a few MiB). The estimator is fitted once before, on
+    enough rows for the certified interval, so that compiling the kernels is
+    not traced.
     """
     n, levels = 12_000, (60, 60, 58)
     X, y = _onehot_csr(n, levels)
@@ -338,7 +340,8 @@ def test_sparse_fit_never_densifies_X():
         onehot_groups="auto",
         random_state=0,
     )
-    est.fit(X[:500], y[:500])
+    warm = AUTO_EXACT_MAX_SAMPLES + 1
+    est.fit(X[:warm], y[:warm])
     tracemalloc.start()
     try:
         est.fit(X, y)
