@@ -48,6 +48,7 @@ import tracemalloc
 from pathlib import Path
 
 import numpy as np
+from _notes import with_kept_notes
 
 SIZES = {
     "small": [10_000, 100_000],
@@ -697,7 +698,7 @@ def write_markdown(path, info, command, started, elapsed, rows, notes):
     md.append("")
     md.extend(floor_markdown(rows))
     Path(path).parent.mkdir(parents=True, exist_ok=True)
-    Path(path).write_text("\n".join(md) + "\n")
+    Path(path).write_text(with_kept_notes(path, "\n".join(md) + "\n"))
     return verdict
 
 

@@ -55,6 +55,7 @@ from pathlib import Path
 import numba
 import numpy as np
 from _machine import cpu_name, git_version
+from _notes import with_kept_notes
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
@@ -235,7 +236,7 @@ def write_markdown(path, res, command, started, load0):
         f"Total: {sum(t for t, _ in compile_table(events)):.1f} s.",
         "",
     ]
-    path.write_text("\n".join(md))
+    path.write_text(with_kept_notes(path, "\n".join(md)))
 
 
 def main(argv=None):
