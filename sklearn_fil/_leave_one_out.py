@@ -99,6 +99,7 @@ squared loss ``R = 0``: no remainder, and the interval is the closed form.
 # SPDX-License-Identifier: BSD-3-Clause
 
 from dataclasses import dataclass, replace
+from functools import cached_property
 
 import numba
 import numpy as np
@@ -322,7 +323,7 @@ def leave_one_out_interval(
         L=float(np.sqrt(sqnorm[omega > 0].max(initial=0.0))),
         cond=eig[-1] / lam_min if lam_min > 0 else np.inf,
     )
-    g_dual = np.sqrt(max(float(step.a @ gradient), 0.0))  # ||r||_{H^-1}
+    g_dual = np.sqrt(max(step.a_r, 0.0))  # ||r||_{H^-1}
     fit_error = float(bounds.distance(np.linalg.norm(gradient), 0.0, g_dual, lam_min))
     error = bounds.errors(size, vKv, den, lam_min - kappa * sqnorm)
     upper = size + error + fit_error
@@ -348,6 +349,17 @@ class _OneStep:
     reg: float
     d: int
 
+    @cached_property
+    def a_r(self):
+        """``a^T r = r^T H^-1 r``."""
+        return float(self.a @ self.r)
+
+    @cached_property
+    def offset(self):
+        """The intercept's part of every row ``H^-1 x~_i`` (zeros without one)."""
+        p = self.H_inv.shape[0]
+        return self.H_inv[p - 1] if self.has_b else np.zeros(p)
+
     def rows(self, Xi, weighted_resid, kappa, C, size, vKv, den, sqnorm):
         """``||v_i||``, ``v_i^T K v_i``, ``1 - kappa_i h_i`` and ``||x~_i||^2``
         of the rows ``Xi``, written into ``size``, ``vKv``, ``den`` and
@@ -366,10 +378,9 @@ class _OneStep:
             Xi = Xi.toarray()
         else:
             np.matmul(Xi, self.H_inv[:d], out=C)
-        offset = self.H_inv[d] if self.has_b else np.zeros(d)
         _one_step_rows(
-            Xi, C, offset, weighted_resid, kappa, self.r, self.a,
-            float(self.a @ self.r), self.reg, self.d, size, vKv, den, sqnorm,
+            Xi, C, self.offset, weighted_resid, kappa, self.r, self.a, self.a_r,
+            self.reg, self.d, size, vKv, den, sqnorm,
         )  # fmt: skip
 
 
